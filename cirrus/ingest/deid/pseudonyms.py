@@ -1,0 +1,112 @@
+"""Per-ticket replacement values: format-shaped, readable, consistent.
+
+The same original value always gets the same replacement within one ticket
+(so a de-identified tool call still matches its recorded result), and two
+different originals never share one (a collision gets a numeric suffix).
+Replacements keep the value's shape the way the CirrusBench paper shows it
+(``Ja***``, ``157****3190``) so the dialogue still reads naturally.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from cirrus.config import ReplacementConfig
+
+_DIGIT = re.compile(r"\d")
+_ACCESS_KEY_PREFIX = re.compile(r"^(LTAI|AKIA|ASIA|AGPA|AIDA|AROA|sk-proj-|sk-|ghp_|gho_|github_pat_)")
+_URL_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+
+
+def _mask_word(word: str, star: str, keep: int = 2) -> str:
+    keep = min(keep, max(len(word) - 1, 1)) if len(word) > 1 else 0
+    return word[:keep] + star * 3
+
+
+def _mask_digits(value: str, star: str, head: int, tail: int) -> str:
+    """Mask every digit but the first ``head`` and last ``tail`` ones, keeping
+    separators; short values keep fewer digits so most of them is hidden."""
+    positions = [m.start() for m in _DIGIT.finditer(value)]
+    n = len(positions)
+    if n < head + tail + 3:
+        head, tail = (0, min(2, n // 3)) if n >= 6 else (0, 0)
+    hidden = set(positions[head : n - tail] if tail else positions[head:])
+    return "".join(star if i in hidden else ch for i, ch in enumerate(value))
+
+
+def _mask_alnum(value: str, star: str, head: int, tail: int) -> str:
+    chars = [i for i, ch in enumerate(value) if ch.isalnum()]
+    n = len(chars)
+    if n <= head + tail + 1:
+        head, tail = min(head, 1), 0
+    hidden = set(chars[head : n - tail] if tail else chars[head:])
+    return "".join(star if i in hidden else ch for i, ch in enumerate(value))
+
+
+def mask(entity: str, value: str, star: str = "*") -> str:
+    """The format-shaped mask of one value (pure; collisions handled by
+    :class:`Pseudonymizer`)."""
+    if entity == "PERSON":
+        return " ".join(_mask_word(part, star) for part in value.split())
+    if entity == "EMAIL_ADDRESS" and "@" in value:
+        local, _, domain = value.rpartition("@")
+        labels = domain.split(".")
+        masked_domain = ".".join([_mask_word(labels[0], star, 1)] + labels[1:]) if len(labels) > 1 else _mask_word(domain, star, 1)
+        return f"{_mask_word(local, star)}@{masked_domain}"
+    if entity in ("PHONE_NUMBER", "ACCOUNT_ID", "CN_RESIDENT_ID") and sum(c.isdigit() for c in value) >= 7:
+        return _mask_digits(value, star, head=3, tail=4)
+    if entity == "CREDIT_CARD":
+        return _mask_digits(value, star, head=0, tail=4)
+    if entity == "IP_ADDRESS":
+        if "." in value:
+            first, *rest = value.split(".")
+            return ".".join([first] + [star * 3 for _ in rest])
+        groups = value.split(":")
+        return ":".join([groups[0]] + [star * 4 if g else "" for g in groups[1:]])
+    if entity == "CLOUD_ACCESS_KEY":
+        prefix = _ACCESS_KEY_PREFIX.match(value)
+        head = len(prefix.group()) if prefix else 2
+        return value[:head] + star * max(len(value) - head, 4)
+    if entity == "URL_CREDENTIALS":
+        return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{star * 3}:{star * 3}@", value, count=1)
+    if entity == "RESOURCE_ID":
+        return _mask_alnum(value, star, head=3, tail=1) if len(value) > 5 else star * len(value)
+    if entity == "DATE_OF_BIRTH":
+        return _DIGIT.sub(star, value)
+    if entity == "STREET_ADDRESS":
+        return " ".join(_mask_word(w, star, 1) if any(c.isalnum() for c in w) else w for w in value.split())
+    return _mask_alnum(value, star, head=2, tail=0)
+
+
+class Pseudonymizer:
+    """Replacement values for one ticket."""
+
+    def __init__(self, config: ReplacementConfig) -> None:
+        self._config = config
+        self._by_original: dict[tuple[str, str], str] = {}
+        self._taken: dict[str, str] = {}  # replacement -> original
+        self._tag_counts: defaultdict[str, int] = defaultdict(int)
+
+    def replace(self, entity: str, original: str) -> str:
+        key = (entity, original)
+        if key in self._by_original:
+            return self._by_original[key]
+        if self._config.style == "tag":
+            self._tag_counts[entity] += 1
+            candidate = f"<{entity}_{self._tag_counts[entity]}>"
+        else:
+            candidate = mask(entity, original, self._config.mask_char)
+            if candidate == original:  # nothing maskable: hide it whole
+                candidate = self._config.mask_char * max(len(original), 3)
+        base, n = candidate, 1
+        while self._taken.get(candidate, original) != original:
+            n += 1
+            candidate = f"{base}~{n}"
+        self._taken[candidate] = original
+        self._by_original[key] = candidate
+        return candidate
+
+    @property
+    def mapping(self) -> dict[tuple[str, str], str]:
+        return dict(self._by_original)
