@@ -72,8 +72,9 @@ def mask(entity: str, value: str, star: str = "*") -> str:
         return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{star * 3}:{star * 3}@", value, count=1)
     if entity == "RESOURCE_ID":
         return _mask_alnum(value, star, head=3, tail=1) if len(value) > 5 else star * len(value)
-    if entity == "DATE_OF_BIRTH":
-        return _DIGIT.sub(star, value)
+    if entity == "DATE_OF_BIRTH":  # keep the year, as HIPAA's safe harbour does
+        year = re.match(r"^(?:18|19|20)\d\d", value)
+        return (year.group() if year else "") + _DIGIT.sub(star, value[year.end() if year else 0 :])
     if entity == "STREET_ADDRESS":
         return " ".join(_mask_word(w, star, 1) if any(c.isalnum() for c in w) else w for w in value.split())
     return _mask_alnum(value, star, head=2, tail=0)

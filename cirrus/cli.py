@@ -1,0 +1,143 @@
+"""The ``cirrus`` command line: options in, library call, table out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cirrus import __version__
+
+app = typer.Typer(
+    help="Cirrus: a replay-based benchmark for LLM customer-service agents, built from support-ticket logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+console = Console(stderr=True)
+out = Console()
+
+WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"cirrus {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")] = None,
+) -> None:
+    pass
+
+
+@app.command()
+def ingest(
+    raw_path: Annotated[Path, typer.Argument(help="A raw ticket file or a folder of .json/.jsonl(.gz) files.")],
+    workspace: WorkspaceOpt = Path("."),
+    fmt: Annotated[str, typer.Option("--format", help="Raw format: auto, native, openai or abcd.")] = "auto",
+    pipeline: Annotated[str, typer.Option(help="Pipeline config: a built-in name or a .toml path.")] = "default",
+    kb: Annotated[Optional[Path], typer.Option("--kb", help="Knowledge folder (Markdown/text) for tickets without documents.")] = None,
+    tool_schemas: Annotated[Optional[Path], typer.Option(help="JSON/YAML file of OpenAI function schemas; else inferred.")] = None,
+    annotator_model: Annotated[Optional[str], typer.Option(help="Label reply types with this LLM instead of the offline rules.")] = None,
+    annotator_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the annotator model.")] = None,
+    annotator_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the annotator's API key.")] = None,
+    status: Annotated[list[str], typer.Option("--status", help="Ticket statuses that become tasks (repeatable).")] = ["resolved"],
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = 0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Read raw tickets, de-identify them and write benchmark tasks and tool-replay cassettes."""
+    from cirrus.config import ConfigError, load_pipeline
+    from cirrus.ingest.knowledge import KnowledgeError
+    from cirrus.ingest.pipeline import AnnotatorSpec
+    from cirrus.ingest.readers import FORMATS
+    from cirrus.ingest.run import IngestOptions, run_ingest
+    from cirrus.ingest.tool_schemas import ToolSchemaError
+    from cirrus.llm.providers import EndpointError, resolve_endpoint
+
+    if fmt not in FORMATS:
+        _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not raw_path.exists():
+        _fail(f"raw input {raw_path} does not exist")
+    try:
+        config = load_pipeline(pipeline)
+        endpoint = None
+        if annotator_model:
+            endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env)
+            endpoint.api_key()  # fail now, naming the variable, not in a worker
+        options = IngestOptions(
+            raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
+            tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint), statuses=tuple(status),
+            jobs=jobs or os.cpu_count() or 1, progress=not quiet,
+        )
+        summary = run_ingest(options)
+    except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    _print_ingest(summary.manifest, workspace)
+    if summary.tasks == 0:
+        _fail("no task was written: see the quarantined and skipped lists in tickets/manifest.json", code=1)
+
+
+def _print_ingest(manifest: dict, workspace: Path) -> None:
+    counts = manifest["counts"]
+    table = Table(title=f"cirrus ingest -> {workspace / 'tickets'}", show_header=False)
+    table.add_row("tickets read", str(counts["read"]))
+    table.add_row("tasks written", str(counts["tasks"]))
+    table.add_row("checkpoints", str(counts["checkpoints"]))
+    table.add_row("tasks with tool calls", str(counts["tasks_with_tool_calls"]))
+    table.add_row("by status", ", ".join(f"{k}: {v}" for k, v in counts["by_status"].items()) or "-")
+    table.add_row("quarantined", str(counts["quarantined"]))
+    table.add_row("skipped", str(counts["skipped"]))
+    table.add_row("reply types", ", ".join(f"{k}: {v}" for k, v in manifest["reply_types"].items()) or "-")
+    table.add_row("PII replaced", ", ".join(f"{k}: {v}" for k, v in manifest["pii"].items()) or "-")
+    table.add_row("config hash", manifest["config_hash"])
+    out.print(table)
+    for entry in manifest["quarantined"][:20]:
+        where = entry["source"] + (f":{entry['line']}" if "line" in entry else f" item {entry['item']}" if "item" in entry else "")
+        console.print(f"[yellow]quarantined[/] {where}: {entry['reason']}")
+    if len(manifest["quarantined"]) > 20:
+        console.print(f"... and {len(manifest['quarantined']) - 20} more in tickets/manifest.json")
+
+
+@app.command("pii-eval")
+def pii_eval(
+    labels: Annotated[Path, typer.Argument(help="Labelled PII set (presidio-research JSON format).")],
+    pipeline: Annotated[str, typer.Option(help="Pipeline config whose de-identification is measured.")] = "default",
+    limit: Annotated[Optional[int], typer.Option(help="Only the first N examples.")] = None,
+) -> None:
+    """Measure de-identification recall and precision per entity type."""
+    from cirrus.config import ConfigError, load_pipeline
+    from cirrus.ingest.deid.deidentify import Deidentifier
+    from cirrus.pii_eval import evaluate, load_examples
+
+    try:
+        examples = load_examples(labels)[:limit]
+        config = load_pipeline(pipeline)
+    except (ValueError, ConfigError, FileNotFoundError) as exc:
+        _fail(str(exc))
+        return
+    with console.status(f"analysing {len(examples)} examples"):
+        scores = evaluate(Deidentifier(config.deid), examples)
+    table = Table(title=f"de-identification on {labels.name} ({len(examples)} texts, pipeline {config.name})")
+    for column in ("entity", "gold", "recall", "masked recall", "detected", "precision"):
+        table.add_column(column, justify="left" if column == "entity" else "right")
+    for s in scores:
+        fmt = lambda v: "-" if v != v else f"{v:.3f}"  # noqa: E731  (nan -> '-')
+        table.add_row(s.entity, str(s.gold), fmt(s.recall), fmt(s.masked_recall), str(s.predicted), fmt(s.precision))
+    out.print(table)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,189 @@
+"""Stream raw JSON records out of ticket files (contract 1, 1c).
+
+Nothing here ever holds a whole file: ``.jsonl`` is read line by line and a
+``.json`` list is streamed item by item with ijson.  A record that cannot be
+read becomes an error record whose reason names what went wrong but never
+quotes the input (parser messages that echo the text are cut down to their
+fixed first line).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import ijson
+
+from cirrus.ingest.readers._common import loads
+from cirrus.schema import SourceRef
+
+try:  # the C backend is the fast one and the one whose messages we know
+    _ijson = ijson.get_backend("yajl2_c")
+except ImportError:  # pragma: no cover - depends on the installed wheel
+    _ijson = ijson
+
+EXTENSIONS = (".jsonl.gz", ".json.gz", ".jsonl", ".json")
+_JSON_WS = b" \t\r\n"
+_BOM = b"\xef\xbb\xbf"
+# Errors that mean "this file stops being readable here".
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+# yajl messages: a fixed first line, then the offending text (never kept).
+_YAJL_FIRST_LINE = re.compile(r"(?:lexical|parse) error: [^\n]{1,80}")
+
+
+@dataclass(slots=True, frozen=True)
+class RawRecord:
+    """One raw record: a parsed JSON value, or ``error`` (a one-line reason,
+    never quoting the input).  ``payload`` is only meaningful when ``error``
+    is None (a JSON ``null`` is a valid payload)."""
+
+    origin: SourceRef
+    payload: Any = None
+    error: str | None = None
+
+
+def is_ticket_file(name: str) -> bool:
+    return name.lower().endswith(EXTENSIONS)
+
+
+def iter_files(path: Path) -> Iterator[tuple[Path, str]]:
+    """Ticket files under ``path`` as ``(file, source)``, sorted by name at
+    every level (files and folders interleaved, like a sorted listing of
+    relative paths); ``source`` is relative to ``path`` (the file name for a
+    single file).  Symlinked folders are not followed (no cycles)."""
+    if path.is_file():
+        if is_ticket_file(path.name):
+            yield path, path.name
+        return
+    if not path.is_dir():
+        raise FileNotFoundError(f"no such file or directory: {path}")
+    yield from _walk(path, "")
+
+
+def _walk(folder: Path, prefix: str) -> Iterator[tuple[Path, str]]:
+    with os.scandir(folder) as listing:
+        entries = sorted(listing, key=lambda entry: entry.name)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path), f"{prefix}{entry.name}/")
+        elif entry.is_file() and is_ticket_file(entry.name):
+            yield Path(entry.path), prefix + entry.name
+
+
+def iter_raw_records(path: Path) -> Iterator[RawRecord]:
+    """Every record of every ticket file under ``path``, streamed."""
+    for file, source in iter_files(Path(path)):
+        if file.name.lower().endswith((".jsonl", ".jsonl.gz")):
+            yield from _read_jsonl(file, source)
+        else:
+            yield from _read_json(file, source)
+
+
+def _open(file: Path) -> IO[bytes]:
+    if file.name.lower().endswith(".gz"):
+        return gzip.open(file, "rb")
+    return open(file, "rb")
+
+
+def _read_jsonl(file: Path, source: str) -> Iterator[RawRecord]:
+    line_no = 0
+    try:
+        with _open(file) as stream:
+            for line_no, raw in enumerate(stream, start=1):
+                if line_no == 1 and raw.startswith(_BOM):
+                    raw = raw[len(_BOM) :]
+                if not raw.strip(_JSON_WS):
+                    continue
+                yield _parse_line(raw, SourceRef(source, line=line_no))
+    except _READ_ERRORS as exc:
+        origin = SourceRef(source, line=line_no + 1)
+        yield RawRecord(origin, error=f"unreadable file ({type(exc).__name__}); rest of file skipped")
+
+
+def _parse_line(raw: bytes, origin: SourceRef) -> RawRecord:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return RawRecord(origin, error="invalid UTF-8")
+    try:
+        return RawRecord(origin, payload=loads(text))
+    except json.JSONDecodeError as exc:
+        return RawRecord(origin, error=f"invalid JSON ({exc.msg} at column {exc.colno})")
+    except ValueError:  # NaN / Infinity, which JSON does not have
+        return RawRecord(origin, error="invalid JSON (NaN or Infinity)")
+    except RecursionError:
+        return RawRecord(origin, error="invalid JSON (nested too deeply)")
+
+
+def _read_json(file: Path, source: str) -> Iterator[RawRecord]:
+    """A top-level list yields one record per element (``item`` = 1-based
+    position); anything else is one record.  After a syntax error the parser
+    cannot find the next item again, so the rest of the file is skipped."""
+    item = 0
+    is_list = False
+    try:
+        with _open(file) as stream:
+            first = _skip_leading_whitespace(stream)
+            if first is None:
+                yield RawRecord(SourceRef(source), error="empty file")
+                return
+            is_list = first == b"["
+            if not is_list:
+                values = _ijson.items(stream, "", use_float=True)
+                payload = next(values)
+                for _ in values:  # raises on trailing content
+                    pass
+                yield RawRecord(SourceRef(source), payload=payload)
+                return
+            for item, payload in enumerate(_ijson.items(stream, "item", use_float=True), start=1):
+                yield RawRecord(SourceRef(source, item=item), payload=payload)
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError, *_READ_ERRORS) as exc:
+        origin = SourceRef(source, item=item + 1) if is_list else SourceRef(source)
+        reason = _describe_error(exc)
+        if is_list:
+            reason += "; rest of file skipped (cannot resync)"
+        yield RawRecord(origin, error=reason)
+
+
+def _skip_leading_whitespace(stream: IO[bytes]) -> bytes | None:
+    """Position ``stream`` on its first significant byte (after a UTF-8 BOM and
+    whitespace, which yajl rejects / does not need) and return that byte."""
+    offset = 0
+    at_start = True
+    while chunk := stream.read(4096):
+        if at_start and chunk.startswith(_BOM):
+            chunk, offset = chunk[len(_BOM) :], len(_BOM)
+        at_start = False
+        stripped = chunk.lstrip(_JSON_WS)
+        if stripped:
+            offset += len(chunk) - len(stripped)
+            stream.seek(offset)
+            return stripped[:1]
+        offset += len(chunk)
+    return None
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, ijson.JSONError):
+        message = exc.args[0] if exc.args else ""
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", "replace")
+        match = _YAJL_FIRST_LINE.match(str(message))
+        detail = match.group(0).rstrip(". ") if match else "syntax error"
+        if "UTF8" in detail:
+            return "invalid UTF-8"
+        return f"invalid JSON ({detail})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "invalid UTF-8"
+    if isinstance(exc, RecursionError):
+        return "invalid JSON (nested too deeply)"
+    if isinstance(exc, _READ_ERRORS):
+        return f"unreadable file ({type(exc).__name__})"
+    return f"invalid JSON ({type(exc).__name__})"

@@ -1,0 +1,217 @@
+"""``cirrus ingest``: raw tickets in, workspace out (contract sections 1-2).
+
+All file writing of ingestion happens here.  ``tickets/tasks.jsonl`` is
+streamed to a temporary file and renamed into place only when the run
+completes, the manifest is written the same way last, so a crash never leaves
+a half-written file that looks complete.  Cassettes are written one by one
+(each atomically) and stale ones from an earlier ingest are removed at the end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from tqdm import tqdm
+
+from cirrus import __version__
+from cirrus.config import PipelineConfig
+from cirrus.ingest.cassettes import write_cassette
+from cirrus.ingest.knowledge import load_kb
+from cirrus.ingest.pipeline import AnnotatorSpec, ProcessorFactory, Processed, Skipped, process_tickets
+from cirrus.ingest.readers import read_tickets
+from cirrus.ingest.tool_schemas import load_tool_schemas
+from cirrus.schema import Quarantined, Ticket
+
+TASKS_FILE = Path("tickets/tasks.jsonl")
+MANIFEST_FILE = Path("tickets/manifest.json")
+MOCKS_DIR = Path("tool_mocks")
+
+
+@dataclass
+class IngestOptions:
+    raw_path: Path
+    workspace: Path
+    pipeline: PipelineConfig
+    fmt: str = "auto"
+    kb_dir: Path | None = None
+    tool_schemas: Path | None = None
+    annotator: AnnotatorSpec = field(default_factory=AnnotatorSpec)
+    statuses: tuple[str, ...] = ("resolved",)
+    jobs: int = 1
+    progress: bool = True
+
+
+@dataclass
+class IngestSummary:
+    manifest: dict[str, Any]
+
+    @property
+    def tasks(self) -> int:
+        return int(self.manifest["counts"]["tasks"])
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """Write to a temporary file beside ``path`` and rename it into place on
+    success; on failure the old file (if any) is untouched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for item in files:
+        digest.update(str(item.relative_to(path) if path.is_dir() else item.name).encode())
+        digest.update(item.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def config_hash(options: IngestOptions) -> str:
+    """Hash of everything that changes the workspace besides the raw input."""
+    parts = {
+        "pipeline": options.pipeline.config_hash(),
+        "format": options.fmt,
+        "annotator": options.annotator.label,
+        "statuses": sorted(options.statuses),
+        "kb": _file_digest(options.kb_dir) if options.kb_dir else None,
+        "tool_schemas": _file_digest(options.tool_schemas) if options.tool_schemas else None,
+        "cirrus": __version__,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class _Tally:
+    """What the manifest reports, gathered while streaming."""
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.by_status: Counter[str] = Counter()
+        self.quarantined: list[dict[str, Any]] = []
+        self.skipped: list[dict[str, Any]] = []
+        self.tasks = 0
+        self.checkpoints = 0
+        self.with_tools = 0
+        self.reply_types: Counter[str] = Counter()
+        self.pii: Counter[str] = Counter()
+        self.knowledge: Counter[str] = Counter()
+        self.tokens: list[int] = []
+        self.llm_fallbacks = 0
+
+    def add_task(self, result: Processed) -> None:
+        task = result.task
+        self.tasks += 1
+        self.checkpoints += len(task["checkpoints"])
+        self.with_tools += task["cassette"] is not None
+        self.reply_types.update(c["reply_type"] for c in task["checkpoints"])
+        self.pii.update(result.pii)
+        self.knowledge[result.knowledge_source] += 1
+        self.tokens.append(task["stats"]["input_tokens"])
+        self.llm_fallbacks += result.llm_fallback
+
+
+def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
+    tokens = sorted(tally.tokens)
+    return {
+        "cirrus_version": __version__,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "input": options.raw_path.name,
+        "format": options.fmt,
+        "pipeline": options.pipeline.name,
+        "config_hash": config_hash(options),
+        "annotator": options.annotator.label,
+        "statuses_ingested": sorted(options.statuses),
+        "counts": {
+            "read": tally.read,
+            "tasks": tally.tasks,
+            "checkpoints": tally.checkpoints,
+            "tasks_with_tool_calls": tally.with_tools,
+            "quarantined": len(tally.quarantined),
+            "skipped": len(tally.skipped),
+            "by_status": dict(sorted(tally.by_status.items())),
+        },
+        "reply_types": dict(sorted(tally.reply_types.items())),
+        "pii": dict(sorted(tally.pii.items())),
+        "knowledge": dict(sorted(tally.knowledge.items())),
+        "tokens": {
+            "input_tokens_total": sum(tokens),
+            "input_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else 0,
+            "input_tokens_median": tokens[len(tokens) // 2] if tokens else 0,
+            "input_tokens_max": tokens[-1] if tokens else 0,
+            "encoding": "cl100k_base",
+        },
+        "annotator_fallbacks": tally.llm_fallbacks,
+        "quarantined": tally.quarantined,
+        "skipped": tally.skipped,
+    }
+
+
+def run_ingest(options: IngestOptions) -> IngestSummary:
+    if not options.raw_path.exists():
+        raise FileNotFoundError(f"raw input {options.raw_path} does not exist")
+    factory = ProcessorFactory(
+        config=options.pipeline,
+        kb_docs=load_kb(options.kb_dir) if options.kb_dir else None,
+        tool_schemas=load_tool_schemas(options.tool_schemas) if options.tool_schemas else None,
+        annotator=options.annotator,
+    )
+    workspace = options.workspace
+    mocks = workspace / MOCKS_DIR
+    mocks.mkdir(parents=True, exist_ok=True)
+    tally = _Tally()
+    written_cassettes: set[str] = set()
+
+    def eligible() -> Iterator[Ticket]:
+        for item in read_tickets(options.raw_path, options.fmt):
+            tally.read += 1
+            if isinstance(item, Quarantined):
+                tally.quarantined.append(item.to_manifest())
+                continue
+            tally.by_status[item.status] += 1
+            if item.status in options.statuses:
+                yield item
+
+    bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)
+    with atomic_writer(workspace / TASKS_FILE) as out:
+        for ticket, result in process_tickets(eligible(), factory, options.jobs):
+            bar.update(1)
+            if isinstance(result, Quarantined):
+                tally.quarantined.append(result.to_manifest())
+            elif isinstance(result, Skipped):
+                tally.skipped.append({**result.origin.to_manifest(), "ticket_id": result.ticket_id, "reason": result.reason})
+            else:
+                if result.cassette is not None:
+                    relative = result.task["cassette"]
+                    write_cassette(workspace / relative, result.cassette)
+                    written_cassettes.add(Path(relative).name)
+                out.write(json.dumps(result.task, ensure_ascii=False, separators=(",", ":")) + "\n")
+                tally.add_task(result)
+            bar.set_postfix(tasks=tally.tasks, quarantined=len(tally.quarantined), refresh=False)
+    bar.close()
+    for stale in mocks.glob("*.yaml"):
+        if stale.name not in written_cassettes:
+            stale.unlink()
+    manifest = _manifest(options, tally)
+    with atomic_writer(workspace / MANIFEST_FILE) as out:
+        json.dump(manifest, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    return IngestSummary(manifest)

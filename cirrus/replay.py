@@ -1,0 +1,181 @@
+"""Answer an agent's tool calls from a task's vcrpy cassette (contract 2 and 4).
+
+A :class:`ToolReplayer` loads one cassette once (vcrpy's ``Cassette.load``,
+``record_mode="none"``, matching on method, URI and the canonical JSON of the
+body) and answers each call by POSTing it with httpx to the tool's URL
+(:func:`cirrus.ingest.cassettes.tool_url`).  The httpx transport is vcrpy's
+own httpx stub bound to that cassette, not vcrpy's process-wide monkeypatch:
+``use_cassette`` patches every httpx transport class while it is open, which
+would also catch the evaluator's concurrent LLM requests.  Below the stub
+sits a transport that refuses to send anything, so a request vcrpy does not
+answer can never reach the network (and with ``record_mode="none"`` vcrpy
+raises before it would try).
+
+Order: vcrpy plays the interactions that match a call in file order, each
+once.  Once all of them have been played, the replayer marks the last one
+unplayed again, so a repeated call gets every recorded answer in order and
+then the last one forever.  One replayer is one evaluation attempt's state;
+:meth:`ToolReplayer.rewind` starts over.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+from vcr.cassette import Cassette
+from vcr.errors import CannotOverwriteExistingCassetteException
+from vcr.matchers import method, uri
+from vcr.persisters.filesystem import FilesystemPersister
+from vcr.record_mode import RecordMode
+from vcr.request import Request
+from vcr.serialize import deserialize
+from vcr.serializers import yamlserializer
+from vcr.stubs.httpx_stubs import vcr_handle_request
+
+from cirrus.ingest.cassettes import canonical_arguments, canonical_json, tool_url
+from cirrus.schema import Task
+
+_MAX_SHOWN_ARGUMENTS = 500
+
+
+class NoRecordedResult(LookupError):
+    """The cassette holds no answer for this tool call."""
+
+    def __init__(self, tool: str, arguments: str, cassette: str | None) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.cassette = cassette
+        shown = arguments if len(arguments) <= _MAX_SHOWN_ARGUMENTS else arguments[:_MAX_SHOWN_ARGUMENTS] + "..."
+        where = f"in cassette {cassette}" if cassette else "(the task has no cassette)"
+        super().__init__(f"no recorded result for tool {tool} with arguments {shown} {where}")
+
+
+@functools.lru_cache(maxsize=8192)
+def _canonical_body(body: bytes | None) -> str | bytes | None:
+    """The canonical JSON of a request body; the raw bytes if it is not JSON."""
+    if body is None:
+        return None
+    try:
+        return canonical_json(json.loads(body))
+    except ValueError:
+        return body
+
+
+def canonical_body(r1: Request, r2: Request) -> None:
+    """vcrpy matcher: bodies are equal as JSON (key order, whitespace ignored)."""
+    if _canonical_body(_as_bytes(r1.body)) != _canonical_body(_as_bytes(r2.body)):
+        raise AssertionError("the bodies differ as canonical JSON")
+
+
+def _as_bytes(body: Any) -> bytes | None:
+    return body.encode("utf-8") if isinstance(body, str) else body
+
+
+class _Utf8Persister(FilesystemPersister):
+    """vcrpy's filesystem persister, reading UTF-8 whatever the locale."""
+
+    @classmethod
+    def load_cassette(cls, cassette_path, serializer):  # type: ignore[no-untyped-def]
+        return deserialize(Path(cassette_path).read_text(encoding="utf-8"), serializer)
+
+
+def _refuse_network(transport: httpx.BaseTransport, request: httpx.Request) -> httpx.Response:
+    raise RuntimeError(f"tool replay never sends requests; vcrpy let {request.url} through")
+
+
+class _CassetteTransport(httpx.BaseTransport):
+    """An httpx transport answered by vcrpy from one loaded cassette."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self._handle = vcr_handle_request(cassette, _refuse_network, httpx)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._handle(self, request)
+
+
+class ToolReplayer:
+    """Replays the tool calls of one task for one evaluation attempt.
+
+    ``cassette`` is the cassette file, or ``None`` for a task without one
+    (every call then raises :class:`NoRecordedResult`).  A path that does not
+    exist raises :class:`FileNotFoundError` at once.  Thread-safe.
+    """
+
+    def __init__(self, cassette: Path | str | None) -> None:
+        self.path = None if cassette is None else Path(cassette)
+        self._lock = threading.Lock()
+        self._cassette: Cassette | None = None
+        self._client: httpx.Client | None = None
+        self._matches: dict[tuple[str, str, Any], list[int]] = {}
+        if self.path is None:
+            return
+        if not self.path.is_file():
+            raise FileNotFoundError(f"cassette {self.path} does not exist")
+        self._cassette = Cassette.load(
+            path=str(self.path),
+            serializer=yamlserializer,
+            persister=_Utf8Persister,
+            record_mode=RecordMode.NONE,
+            match_on=(method, uri, canonical_body),
+        )
+        for index, request in enumerate(self._cassette.requests):
+            self._matches.setdefault(self._key(request.method, request.uri, request.body), []).append(index)
+        self._client = httpx.Client(transport=_CassetteTransport(self._cassette), trust_env=False)
+
+    @classmethod
+    def for_task(cls, workspace: Path, task: Task | Mapping[str, Any]) -> ToolReplayer:
+        """The replayer of ``task``, whose ``cassette`` is relative to ``workspace``."""
+        cassette = task.cassette if isinstance(task, Task) else task.get("cassette")
+        return cls(None if cassette is None else Path(workspace) / cassette)
+
+    @staticmethod
+    def _key(http_method: str, url: str, body: Any) -> tuple[str, str, Any]:
+        return http_method, url, _canonical_body(_as_bytes(body))
+
+    def call(self, name: str, arguments: Any) -> Any:
+        """The recorded result of calling tool ``name`` with ``arguments``
+        (a JSON value, or a JSON string as models send them)."""
+        body = canonical_arguments(arguments)
+        if self._cassette is None or self._client is None:
+            raise NoRecordedResult(name, body, None)
+        url = tool_url(name)
+        payload = body.encode("utf-8")
+        with self._lock:
+            matching = self._matches.get(self._key("POST", url, payload), ())
+            if matching and all(self._cassette.play_counts[i] for i in matching):
+                self._cassette.play_counts[matching[-1]] = 0  # all played: repeat the last one
+            try:
+                response = self._client.post(url, content=payload, headers={"content-type": "application/json"})
+            except CannotOverwriteExistingCassetteException:
+                raise NoRecordedResult(name, body, str(self.path)) from None
+        return response.json()["result"]
+
+    def rewind(self) -> None:
+        """Forget what was played: the next calls start again at the first answers."""
+        if self._cassette is not None:
+            with self._lock:
+                self._cassette.rewind()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def __enter__(self) -> ToolReplayer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def replay_tool_call(workspace: Path, task: Task | Mapping[str, Any], name: str, arguments: Any) -> Any:
+    """One tool call of ``task`` answered from its cassette, with fresh state
+    (always the first recorded answer); use a :class:`ToolReplayer` for a
+    whole attempt."""
+    with ToolReplayer.for_task(workspace, task) as replayer:
+        return replayer.call(name, arguments)
