@@ -44,6 +44,8 @@ ENTITY_PRIORITY = {
 }
 _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
+# NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
+_NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +88,7 @@ class Deidentifier:
         self._nlp_engine = self.analyzer.nlp_engine
         self._blank = spacy.blank(config.language)
         self._entities = list(config.entities)
-        self.allow = frozenset(config.allow_list)
+        self.allow = frozenset(v.lower() for v in config.allow_list)
         self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
         self._cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[Span, ...]] = OrderedDict()
         self._cache_size = cache_size
@@ -127,13 +129,14 @@ class Deidentifier:
             entities=self._entities,
             nlp_artifacts=artifacts,
             context=list(context) or None,
-            allow_list=list(self.allow) or None,
         )
         spans = tuple(
             resolve_overlaps(
                 Span(r.start, r.end, r.entity_type, r.score)
                 for r in results
                 if r.score >= self.config.score_threshold and text[r.start : r.end].strip()
+                and text[r.start : r.end].lower() not in self.allow
+                and not (r.entity_type == "PERSON" and _NOT_A_NAME.search(text[r.start : r.end]))
             )
         )
         self._cache[request] = spans
@@ -166,7 +169,7 @@ class Deidentifier:
             else:
                 as_text = str(value)
                 entity = self.field_entities.get((key or "").lower())
-                if entity and as_text.strip() and as_text not in self.allow:
+                if entity and as_text.strip() and as_text.lower() not in self.allow:
                     vocabulary.setdefault(as_text, entity)
                 elif isinstance(value, str) or len(as_text.replace(".", "").lstrip("-")) >= 7:
                     add_text(as_text, _key_context(key))
@@ -204,7 +207,7 @@ class Deidentifier:
         for value, entity in list(vocabulary.items()):
             if entity == "PERSON":
                 for part in value.split():
-                    if len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part not in self.allow:
+                    if len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part.lower() not in self.allow:
                         vocabulary.setdefault(part, "PERSON")
 
 
@@ -257,7 +260,7 @@ class _TicketRewriter:
             return value
         as_text = str(value)
         entity = self._deid.field_entities.get((key or "").lower())
-        if entity and as_text.strip() and as_text not in self._deid.allow:
+        if entity and as_text.strip() and as_text.lower() not in self._deid.allow:
             return self._replacer(entity)(as_text)
         if isinstance(value, str):
             return self.text(value)

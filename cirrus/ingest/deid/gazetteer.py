@@ -23,10 +23,15 @@ _NAME_TOKEN = r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-öø-ÿā-ž\x27’-]+"
 _INITIAL = r"[A-Z]\.?"
 _NAME_RUN = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}}(?![\w@-])")
 _SPLIT = re.compile(rf"{_NAME_TOKEN}")
+# "founders: Kónya, Becker and Vasquez": capitalised words listed together
+_COORDINATED = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:,\s{_NAME_TOKEN})*,?\s(?:and|or|&)\s{_NAME_TOKEN}(?![\w@-])")
+# Chinese names after a cue: 我是张伟, 联系人：王芳
+_CJK_NAME = re.compile(r"(?:我是|我叫|本人|姓名[:：]?\s*|联系人[:：]?\s*|名字是|先生|女士)(?P<name>[\u4e00-\u9fff]{2,3})")
+_LOWER_PAIR = re.compile(r"(?<![\w@.-])([a-zß-öø-ÿ]{3,})\s([a-zß-öø-ÿ\x27-]{2,})(?![\w@-])")
 # "my name is Rubija", "Dear Ms Kónya", "Thanks, Laura": a cue, then a name
 _CUE = re.compile(
     rf"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Tt]his is|I am|I\x27m|[Cc]all me|[Dd]ear|[Tt]hanks,|[Tt]hank you,|"
-    rf"[Hh]i,?|[Hh]ello,?|[Cc]ontact|[Ff]ollow up with|[Ss]peak (?:to|with)|[Aa]sk for)"
+    rf"[Hh]i,?|[Hh]ello,?|[Cc]ontact|[Ff]ollow up with|[Ss]peak (?:to|with)|[Aa]sk for|[Cc]alls me)"
     rf"|\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?)\s+(?P<name>{_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}})"
 )
 
@@ -56,14 +61,15 @@ def name_lists() -> tuple[frozenset[str], frozenset[str]]:
 
 @functools.cache
 def common_words(model_name: str | None = None) -> frozenset[str]:
-    """Lower-case English words known to the lemmatizer tables of spaCy."""
+    """Lower-case English words that are not (only) names.
+
+    Taken from the spaCy model's lemmatizer index: every verb, adjective and
+    adverb, plus stop words.  Its noun index is left out on purpose: it lists
+    Rebecca and Scott next to discipline, so a noun alone says nothing.
+    """
     from spacy.lang.en.stop_words import STOP_WORDS
 
     words = set(STOP_WORDS)
-    try:
-        import spacy_lookups_data  # noqa: F401  (optional, bigger tables)
-    except ImportError:
-        pass
     if model_name:
         from cirrus.ingest.deid.engine import load_spacy
 
@@ -71,11 +77,12 @@ def common_words(model_name: str | None = None) -> frozenset[str]:
         if "lemmatizer" in nlp.pipe_names:
             lookups = nlp.get_pipe("lemmatizer").lookups
             if lookups.has_table("lemma_index"):
-                for entries in lookups.get_table("lemma_index").values():
-                    words.update(w for w in entries if w.isalpha())
-            if lookups.has_table("lemma_exc"):
-                for table in lookups.get_table("lemma_exc").values():
-                    words.update(w for w in table if w.isalpha())
+                from spacy.strings import get_string_id
+
+                noun = get_string_id("noun")
+                for pos, entries in lookups.get_table("lemma_index").items():
+                    if pos != noun:
+                        words.update(w for w in entries if w.isalpha())
     return frozenset(words)
 
 
@@ -102,6 +109,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
         self._common = common
         self._given = frozenset(n for n in given if n.lower() not in common)
         self._family = frozenset(n for n in family if n.lower() not in common)
+        self._given_lower = frozenset(n.lower() for n in self._given)
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None) -> list[RecognizerResult]:
         results = []
@@ -114,6 +122,19 @@ class PersonGazetteerRecognizer(LocalRecognizer):
                 start = match.start("name")
                 end = start + name.rindex(tokens[-1]) + len(tokens[-1])
                 results.append(self._result(start, end, self.CUE_SCORE))
+        for match in _CJK_NAME.finditer(text):
+            results.append(self._result(match.start("name"), match.end("name"), self.CUE_SCORE))
+        for match in _COORDINATED.finditer(text):
+            members = [(m.start(), m.end(), m.group()) for m in _SPLIT.finditer(match.group())]
+            names = [t for _, _, t in members if t not in ("And", "Or")]
+            if any(t in self._given or t in self._family for t in names) and not any(t.lower() in self._common for t in names):
+                for start, end, token in members:
+                    results.append(self._result(match.start() + start, match.start() + end, self.GIVEN_NAME_SCORE))
+        # chat users often skip capitals: "eva kleist", "follow up with naomi ryan"
+        for match in _LOWER_PAIR.finditer(text):
+            first, second = match.group(1), match.group(2)
+            if first in self._given_lower and second not in self._common and first not in self._common:
+                results.append(self._result(match.start(), match.end(), self.SHAPE_SCORE))
         for match in _NAME_RUN.finditer(text):
             tokens = _SPLIT.findall(match.group())
             known = [t in self._given or t in self._family for t in tokens]

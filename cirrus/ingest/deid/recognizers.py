@@ -37,7 +37,7 @@ class LuhnCardRecognizer(PatternRecognizer):
     """Card numbers of 12 to 19 digits (Maestro, 19-digit Visa) that pass the
     Luhn check; Presidio's card regex covers mostly 13 to 16 digits."""
 
-    PATTERN = r"(?<![0-9A-Za-z.-])[0-9]{4}(?:[ -]?[0-9]{2,4}){2,4}(?:[ -]?[0-9]{1,3})?(?![0-9A-Za-z-]|\.[0-9])"
+    PATTERN = r"(?<![0-9A-Za-z.+-])[0-9]{4}(?:[ -]?[0-9]{2,4}){2,4}(?:[ -]?[0-9]{1,3})?(?![0-9A-Za-z-]|\.[0-9])"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(

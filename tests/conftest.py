@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+TAU_BENCH = SHARED_DATA / "tau-bench-airline" / "gpt-4o-airline.json"
+PII_SET = SHARED_DATA / "presidio-synth" / "synth_dataset_v2.json"
+ABCD = SHARED_DATA / "abcd-sample" / "abcd_sample.json"
+SAMPLE_RAW = REPO / "tickets" / "raw"
+SAMPLE_KB = REPO / "tickets" / "kb"
+
+
+def needs_shared(path: Path):
+    return pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (../shared/data is not checked out beside the repo)")
+
+
+@pytest.fixture(scope="session")
+def pipeline_config():
+    from cirrus.config import load_pipeline
+
+    return load_pipeline()
+
+
+@pytest.fixture(scope="session")
+def deidentifier(pipeline_config):
+    from cirrus.ingest.deid.deidentify import Deidentifier
+
+    return Deidentifier(pipeline_config.deid)

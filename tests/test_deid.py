@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cirrus.config import ReplacementConfig
+from cirrus.ingest.deid.deidentify import Span, resolve_overlaps
+from cirrus.ingest.deid.pseudonyms import Pseudonymizer, mask
+from cirrus.schema import Event, KnowledgeDoc, SourceRef, Ticket
+
+
+# --- pure masking ---------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("entity", "value", "expected"),
+    [
+        ("PERSON", "James", "Ja***"),
+        ("PERSON", "Laura Chen", "La*** Ch***"),
+        ("PERSON", "Li", "L***"),
+        ("PHONE_NUMBER", "15712343190", "157****3190"),
+        ("PHONE_NUMBER", "+1 415 555 0199", "+1 41* *** 0199"),
+        ("CREDIT_CARD", "4111 1111 1111 1111", "**** **** **** 1111"),
+        ("IP_ADDRESS", "47.98.12.3", "47.***.***.***"),
+        ("EMAIL_ADDRESS", "laura.chen@example.com", "la***@e***.com"),
+        ("CLOUD_ACCESS_KEY", "AKIAIOSFODNN7EXAMPLE", "AKIA****************"),
+        ("RESOURCE_ID", "i-bp1abc", "i-bp***c"),
+        ("URL_CREDENTIALS", "https://admin:pw@mail.example.org/x", "https://***:***@mail.example.org/x"),
+        ("DATE_OF_BIRTH", "1990-04-05", "1990-**-**"),
+    ],
+)
+def test_mask_keeps_shape_and_hides_value(entity, value, expected):
+    assert mask(entity, value) == expected
+
+
+def test_pseudonymizer_is_consistent_and_collision_free():
+    p = Pseudonymizer(ReplacementConfig())
+    first = p.replace("PERSON", "James")
+    assert p.replace("PERSON", "James") == first
+    other = p.replace("PERSON", "Jane")  # masks to Ja*** too
+    assert other != first and other.startswith("Ja***")
+
+
+def test_tag_style_numbers_per_entity():
+    p = Pseudonymizer(ReplacementConfig(style="tag"))
+    assert p.replace("PERSON", "Ann") == "<PERSON_1>"
+    assert p.replace("PERSON", "Bob") == "<PERSON_2>"
+    assert p.replace("PERSON", "Ann") == "<PERSON_1>"
+    assert p.replace("EMAIL_ADDRESS", "a@b.org") == "<EMAIL_ADDRESS_1>"
+
+
+def test_resolve_overlaps_prefers_specific_type_then_length():
+    spans = [Span(0, 19, "PHONE_NUMBER", 0.9), Span(0, 19, "CREDIT_CARD", 0.6), Span(25, 30, "PERSON", 0.8),
+             Span(22, 35, "STREET_ADDRESS", 0.7)]
+    kept = resolve_overlaps(spans)
+    assert [(s.entity, s.start) for s in kept] == [("CREDIT_CARD", 0), ("STREET_ADDRESS", 22)]
+
+
+# --- detection --------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "value", "entity"),
+    [
+        ("我的手机号13912345678请回电", "13912345678", "PHONE_NUMBER"),
+        ("reach me on +44 20 7946 0958 after 5pm", "+44 20 7946 0958", "PHONE_NUMBER"),
+        ("my key LTAI5tB8xyzABCDEFGHIJKLM leaked", "LTAI5tB8xyzABCDEFGHIJKLM", "CLOUD_ACCESS_KEY"),
+        ("export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx123456", "sk-abcdefghijklmnopqrstuvwx123456", "CLOUD_ACCESS_KEY"),
+        ("instance i-bp1abc2def3ghi is stopped", "i-bp1abc2def3ghi", "RESOURCE_ID"),
+        ("my account id is 1234567890123456", "1234567890123456", "ACCOUNT_ID"),
+        ("ID card 110101199003071234 for the filing", "110101199003071234", "CN_RESIDENT_ID"),
+        ("login at https://admin:Secr3t@mail.example.org/webmail", "https://admin:Secr3t@mail.example.org/webmail", "URL_CREDENTIALS"),
+        ("server 2001:db8:85a3::8a2e:370:7334 refuses ssh", "2001:db8:85a3::8a2e:370:7334", "IP_ADDRESS"),
+        ("card 5555 5555 5555 4444 was charged twice", "5555 5555 5555 4444", "CREDIT_CARD"),
+        ("Hi, this is Laura Chen from the finance team", "Laura Chen", "PERSON"),
+        ("ship it to 975 Sunset Drive please", "975 Sunset Drive", "STREET_ADDRESS"),
+    ],
+)
+def test_detects_cloud_ticket_identifiers(deidentifier, text, value, entity):
+    spans = deidentifier.detect(text)
+    found = {(text[s.start : s.end], s.entity) for s in spans}
+    assert (value, entity) in found, found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The reboot finished at 2025-03-01 10:02:33 and took 45 seconds.",
+        "Open port 22 and 3389 in the security group, then retry.",
+        "Your invoice total is 1,280.50 CNY for March.",
+        "Use the ECS console to reset the password.",
+    ],
+)
+def test_no_false_positives_on_ordinary_ticket_text(deidentifier, text):
+    assert deidentifier.detect(text) == []
+
+
+# --- whole tickets ----------------------------------------------------------------
+
+def _ticket() -> Ticket:
+    return Ticket(
+        ticket_id="T-1",
+        origin=SourceRef("x.jsonl", line=1),
+        knowledge=[KnowledgeDoc("kb", "Contact", "Escalations go to Laura Chen at laura.chen@example.com.")],
+        events=[
+            Event("customer", "This is Laura Chen, my server 47.98.12.3 is down; call +1 415 555 0199."),
+            Event("customer", "", ocr=["ssh: connect to host 47.98.12.3 port 22: timed out"]),
+            Event("agent", "Thanks, Laura. Checking 47.98.12.3 now."),
+            Event("tool_call", call_id="c1", name="DescribeInstance",
+                  arguments={"ip": "47.98.12.3", "owner": {"first_name": "Laura", "last_name": "Chen"},
+                             "port": 22, "account_id": 1234567890123456, "ratio": 0.5, "dry_run": False}),
+            Event("tool_result", call_id="c1",
+                  content={"PublicIp": "47.98.12.3", "Contact": "laura.chen@example.com", "Cpu": 4,
+                           "Notes": ["owner Laura Chen", None]}),
+        ],
+    )
+
+
+def test_ticket_replacements_are_consistent_everywhere(deidentifier):
+    clean, counts = deidentifier.deidentify(_ticket())
+    dump = json.dumps([e.text for e in clean.events] + [e.ocr for e in clean.events] +
+                      [e.arguments for e in clean.events] + [e.content for e in clean.events] +
+                      [d.text for d in clean.knowledge], ensure_ascii=False)
+    for original in ("Laura", "Chen", "47.98.12.3", "laura.chen@example.com", "415 555 0199", "1234567890123456"):
+        assert original not in dump
+    ip_mask = clean.events[3].arguments["ip"]
+    assert ip_mask != "47.98.12.3"
+    assert clean.events[4].content["PublicIp"] == ip_mask
+    assert ip_mask in clean.events[0].text and ip_mask in clean.events[2].text and ip_mask in clean.events[1].ocr[0]
+    email_mask = clean.events[4].content["Contact"]
+    assert email_mask in clean.knowledge[0].text
+    assert counts["IP_ADDRESS"] >= 5 and counts["PERSON"] >= 3
+
+
+def test_json_stays_json_and_plain_numbers_stay_numbers(deidentifier):
+    clean, _ = deidentifier.deidentify(_ticket())
+    args = clean.events[3].arguments
+    assert args["port"] == 22 and args["ratio"] == 0.5 and args["dry_run"] is False
+    assert isinstance(args["account_id"], str) and args["account_id"].endswith("3456")
+    assert clean.events[4].content["Cpu"] == 4 and clean.events[4].content["Notes"][1] is None
+    json.dumps(clean.events[4].content)
+
+
+def test_allow_list_values_are_kept(deidentifier):
+    spans = deidentifier.detect("Thanks for choosing Nimbus Cloud, the ECS team")
+    assert all("Nimbus" not in "Thanks for choosing Nimbus Cloud, the ECS team"[s.start : s.end] for s in spans)
