@@ -1,9 +1,9 @@
 """Drop filler turns: greetings, sign-offs, "are you still there?", system
 notices.
 
-A message is filler only when the whole of it matches a filler rule and it is
-short; anything carrying information (a number, an id, a question about the
-problem) stays.  Tool calls and results are never dropped.
+A message is filler only when it is short and every sentence of it matches a
+filler rule (a trailing name is ignored: "Have a nice day, Ethan!"); anything
+carrying information (a number, an id, a question about the problem) stays.  Tool calls and results are never dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from cirrus.config import DenoiseConfig
 from cirrus.schema import Event, Ticket
 
 _HAS_DATA = re.compile(r"\d|@|://")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+# a trailing vocative: "Have a nice day, Ethan!" -> "Have a nice day!"
+_VOCATIVE = re.compile(r",\s*[A-Z][\w\x27-]*(?:\s[A-Z][\w\x27-]*)?(?=[.!?]*$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,8 @@ class Denoiser:
             return True
         if len(text.split()) > self.max_words or _HAS_DATA.search(text):
             return False
-        return any(p.fullmatch(text) for p in rules)
+        sentences = [_VOCATIVE.sub("", part) for part in _SENTENCE_END.split(text) if part]
+        return all(any(p.fullmatch(sentence) for p in rules) for sentence in sentences)
 
     def __call__(self, ticket: Ticket) -> Ticket:
         return replace(ticket, events=[e for e in ticket.events if not self.is_filler(e)])

@@ -24,7 +24,7 @@ from cirrus.config import AnnotateConfig
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.schema import ReplyType
 
-_LONG_REPLY_WORDS = 45
+_LONG_REPLY_WORDS = 30
 _SHORT_APPEASE_WORDS = 40
 _CONCRETE = re.compile(r"\d|`|https?://|\b[a-z]+-[a-z0-9]{6,}\b")
 

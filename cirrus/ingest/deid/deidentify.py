@@ -32,6 +32,7 @@ from presidio_anonymizer.entities import OperatorConfig
 
 from cirrus.config import DeidConfig
 from cirrus.ingest.deid.engine import build_analyzer
+from cirrus.ingest.deid.gazetteer import common_words, name_lists
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
 from cirrus.schema import Event, KnowledgeDoc, Ticket
 
@@ -46,6 +47,8 @@ _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
 # NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
 _NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
+_POSSESSIVE = re.compile(r"[\x27’]s$")
+_NAME_EDGE = " \t\n.,;:!?\"()[]{}<>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,9 @@ class Deidentifier:
         self.anonymizer = AnonymizerEngine()
         self._nlp_engine = self.analyzer.nlp_engine
         self._blank = spacy.blank(config.language)
+        self._common = common_words(config.spacy_model)
+        given, family = name_lists()
+        self._known_names = given | family
         self._entities = list(config.entities)
         self.allow = frozenset(v.lower() for v in config.allow_list)
         self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
@@ -130,19 +136,38 @@ class Deidentifier:
             nlp_artifacts=artifacts,
             context=list(context) or None,
         )
-        spans = tuple(
-            resolve_overlaps(
-                Span(r.start, r.end, r.entity_type, r.score)
-                for r in results
-                if r.score >= self.config.score_threshold and text[r.start : r.end].strip()
-                and text[r.start : r.end].lower() not in self.allow
-                and not (r.entity_type == "PERSON" and _NOT_A_NAME.search(text[r.start : r.end]))
-            )
-        )
+        kept = []
+        for r in results:
+            if r.entity_type == "PERSON":
+                r = self._clean_person(text, r, artifacts)
+            if r is None or r.score < self.config.score_threshold or not text[r.start : r.end].strip():
+                continue
+            if text[r.start : r.end].lower() in self.allow:
+                continue
+            kept.append(Span(r.start, r.end, r.entity_type, r.score))
+        spans = tuple(resolve_overlaps(kept))
         self._cache[request] = spans
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return spans
+
+    def _clean_person(self, text: str, result: RecognizerResult, artifacts: Any) -> RecognizerResult | None:
+        """Trim punctuation NER leaves on names ("Daniel!", "Misty's") and drop
+        single words it takes for names that are ordinary English words and
+        nobody's name ("still saying Stopping", lemma "stop"); Frank and
+        White stay names."""
+        value = text[result.start : result.end]
+        stripped = _POSSESSIVE.sub("", value.strip(_NAME_EDGE)).strip(_NAME_EDGE)
+        if not stripped or _NOT_A_NAME.search(stripped):
+            return None
+        start = result.start + value.index(stripped)
+        result = RecognizerResult(result.entity_type, start, start + len(stripped), result.score)
+        if " " not in stripped:
+            lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
+            common = stripped.lower() in self._common or (lemma and lemma.lower() in self._common)
+            if common and stripped not in self._known_names:
+                return None
+        return result
 
     # -- a whole ticket --------------------------------------------------------
 

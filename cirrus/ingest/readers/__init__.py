@@ -25,7 +25,7 @@ class Reader(Protocol):
     def parse(self, payload: Any, origin: SourceRef) -> Ticket: ...
 
 
-READERS: dict[str, Reader] = {m.NAME: m for m in (native, openai_chat, abcd)}  # type: ignore[misc]
+READERS: dict[str, Reader] = {native.NAME: native, openai_chat.NAME: openai_chat, abcd.NAME: abcd}
 FORMATS = ("auto", "native", "openai", "abcd")
 
 __all__ = ["FORMATS", "READERS", "RawRecord", "Reader", "iter_raw_records", "read_record", "read_tickets"]

@@ -109,7 +109,7 @@ def _read_jsonl(file: Path, source: str) -> Iterator[RawRecord]:
 
 def _parse_line(raw: bytes, origin: SourceRef) -> RawRecord:
     try:
-        text = raw.decode("utf-8")
+        text = raw.rstrip(b"\r\n").decode("utf-8")
     except UnicodeDecodeError:
         return RawRecord(origin, error="invalid UTF-8")
     try:

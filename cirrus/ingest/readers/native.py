@@ -82,9 +82,15 @@ def parse_events(raw_events: list[Any], ticket_id: str) -> list[Event]:
             name = event.get("name")
             if not isinstance(name, str) or not name:
                 raise TicketError(f"{where}: tool_call needs a name", ticket_id)
-            arguments = event.get("arguments", {})
+            arguments = event.get("arguments")
             events.append(
-                Event(role, ts=ts, call_id=call_id, name=openai_function_name(name), arguments=arguments)
+                Event(
+                    role,
+                    ts=ts,
+                    call_id=call_id,
+                    name=openai_function_name(name),
+                    arguments={} if arguments is None else arguments,
+                )
             )
         elif role == "tool_result":
             raw_id = _call_id(event, where, ticket_id)

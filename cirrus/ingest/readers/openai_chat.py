@@ -3,7 +3,8 @@
 Mapping: ``user`` -> customer, ``assistant`` -> agent (its text first, then
 one tool_call event per ``tool_calls`` entry), ``tool`` -> tool_result.  The
 first ``system`` (or ``developer``) message becomes the knowledge document
-``<ticket_id>-system``; later ones become system events.
+``<ticket_id>-system`` (none when it is empty); later ones become system
+events.
 
 Decisions beyond the contract:
 
@@ -62,6 +63,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         status = opt_str(record, "status", ticket_id, "resolved") or "resolved"
 
     knowledge: list[KnowledgeDoc] = []
+    seen_system = False
     events: list[Event] = []
     calls = CallIds()
     for i, raw in enumerate(messages):
@@ -70,10 +72,11 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         role = message.get("role")
         if role in ("system", "developer"):
             text = _text(message.get("content"), where, ticket_id)
-            if knowledge:
+            if seen_system:
                 events.append(Event("system", text=text))
-            else:
+            elif text:
                 knowledge.append(KnowledgeDoc(f"{ticket_id}-system", "System prompt", text))
+            seen_system = True
         elif role == "user":
             events.append(Event("customer", text=_text(message.get("content"), where, ticket_id)))
         elif role == "assistant":
@@ -82,9 +85,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
             if text:
                 events.append(Event("agent", text=text))
             for j, call in enumerate(tool_calls):
-                event = _tool_call(call, f"{where}.tool_calls[{j}]", ticket_id, f"auto-{i}-{j}")
-                event.call_id = calls.call(event.call_id or "")
-                events.append(event)
+                events.append(_tool_call(call, f"{where}.tool_calls[{j}]", ticket_id, calls, f"auto-{i}-{j}"))
         elif role == "tool":
             raw_id = message.get("tool_call_id")
             if raw_id is None:
@@ -133,7 +134,7 @@ def _text(content: Any, where: str, ticket_id: str) -> str:
     raise TicketError(f"{where}: content must be a string, null or a list of parts", ticket_id)
 
 
-def _tool_call(raw: Any, where: str, ticket_id: str, default_id: str) -> Event:
+def _tool_call(raw: Any, where: str, ticket_id: str, calls: CallIds, default_id: str) -> Event:
     call = as_dict(raw, where, ticket_id)
     function = as_dict(call.get("function"), f"{where}.function", ticket_id)
     name = function.get("name")
@@ -147,8 +148,8 @@ def _tool_call(raw: Any, where: str, ticket_id: str, default_id: str) -> Event:
             raise TicketError(f"{where}: arguments are not valid JSON", ticket_id) from None
     elif arguments is None:
         arguments = {}
-    call_id = default_id if call.get("id") is None else id_str(call["id"], f"{where}.id", ticket_id)
-    return Event("tool_call", call_id=call_id, name=openai_function_name(name), arguments=arguments)
+    raw_id = default_id if call.get("id") is None else id_str(call["id"], f"{where}.id", ticket_id)
+    return Event("tool_call", call_id=calls.call(raw_id), name=openai_function_name(name), arguments=arguments)
 
 
 def _maybe_json(content: Any) -> Any:
