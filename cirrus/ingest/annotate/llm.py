@@ -99,7 +99,7 @@ class LLMAnnotator:
         ask = retry(
             retry=retry_if_exception_type(MalformedLabels),
             stop=stop_after_attempt(self.max_attempts),
-            wait=wait_exponential_jitter(initial=0.2, max=2),
+            wait=wait_exponential_jitter(multiplier=0.2, max=2, jitter=0.2),
             reraise=True,
         )(self._ask)
         try:

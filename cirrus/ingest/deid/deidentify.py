@@ -32,7 +32,7 @@ from presidio_anonymizer.entities import OperatorConfig
 
 from cirrus.config import DeidConfig
 from cirrus.ingest.deid.engine import build_analyzer
-from cirrus.ingest.deid.gazetteer import common_words, name_lists
+from cirrus.ingest.deid.gazetteer import common_words, in_dictionary, name_lists
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
 from cirrus.schema import Event, KnowledgeDoc, Ticket
 
@@ -91,6 +91,7 @@ class Deidentifier:
         self._nlp_engine = self.analyzer.nlp_engine
         self._blank = spacy.blank(config.language)
         self._common = common_words(config.spacy_model)
+        self._dictionary = common_words(config.spacy_model, include_nouns=True)
         given, family = name_lists()
         self._known_names = given | family
         self._entities = list(config.entities)
@@ -162,6 +163,8 @@ class Deidentifier:
             return None
         start = result.start + value.index(stripped)
         result = RecognizerResult(result.entity_type, start, start + len(stripped), result.score)
+        if stripped.isupper() and len(stripped) <= 6:
+            return None  # ICMP, SSH: acronyms
         if " " not in stripped:
             lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
             common = stripped.lower() in self._common or (lemma and lemma.lower() in self._common)
@@ -228,11 +231,14 @@ class Deidentifier:
 
     def _add_name_parts(self, vocabulary: dict[str, str]) -> None:
         """Given and family names of a detected person are replaced wherever
-        they stand alone ("Thanks, Laura" after "Laura Chen")."""
+        they stand alone ("Thanks, Laura" after "Laura Chen"), unless the part
+        is an ordinary word that is nobody's name ("Security" of a title NER
+        took for a person)."""
         for value, entity in list(vocabulary.items()):
             if entity == "PERSON":
                 for part in value.split():
-                    if len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part.lower() not in self.allow:
+                    if (len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part.lower() not in self.allow
+                            and (part in self._known_names or not in_dictionary(part, self._dictionary))):
                         vocabulary.setdefault(part, "PERSON")
 
 

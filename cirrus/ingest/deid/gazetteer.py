@@ -27,7 +27,31 @@ _SPLIT = re.compile(rf"{_NAME_TOKEN}")
 _COORDINATED = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:,\s{_NAME_TOKEN})*,?\s(?:and|or|&)\s{_NAME_TOKEN}(?![\w@-])")
 # Chinese names after a cue: 我是张伟, 联系人：王芳
 _CJK_NAME = re.compile(r"(?:我是|我叫|本人|姓名[:：]?\s*|联系人[:：]?\s*|名字是|先生|女士)(?P<name>[\u4e00-\u9fff]{2,3})")
-_LOWER_PAIR = re.compile(r"(?<![\w@.-])([a-zß-öø-ÿ]{3,})\s([a-zß-öø-ÿ\x27-]{2,})(?![\w@-])")
+# ... or standing alone in English text: "Zhang Wei (张伟)": a common surname
+# and one or two characters, not part of a longer run of Chinese text
+_CJK_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+_CJK_STANDALONE = re.compile(rf"(?<![\u4e00-\u9fff])[{_CJK_SURNAMES}][\u4e00-\u9fff]{{1,2}}(?![\u4e00-\u9fff])")
+_LOWER_PAIR = re.compile(r"(?<![\w@.-])([a-zß-öø-ÿ]{3,})\s(?:[a-z]\.?\s)?([a-zß-öø-ÿ\x27-]{2,})(?![\w@-])")
+# "my name is Rubija", "Dear Ms Kónya", "Thanks, Laura": a cue, then a name
+_CUE_WORDS = (
+    r"[Mm]y name is|[Nn]ame is|[Nn]ame:|(?:[Ll]ast|[Ff]irst|[Ff]amily|[Mm]aiden) name(?: is)?\??:?|[Tt]his is|I am|I\x27m|"
+    r"[Cc]alls? me|[Dd]ear|[Tt]hanks,|[Tt]hank you,|[Hh]i,?|[Hh]ello,?|[Cc]ontact|[Ff]ollow up with|[Ss]peak (?:to|with)|"
+    r"[Aa]sk for|[Mm]y (?:colleague|manager|boss|son|daughter|kid|child|wife|husband|partner|mother|father|brother|sister|friend)"
+)
+_CUE = re.compile(
+    rf"(?:\b(?:{_CUE_WORDS})|\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?)\s+(?P<name>{_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}})"
+)
+# "my name is vitoria": the same cues before an uncapitalised word
+_CUE_LOWER = re.compile(rf"\b(?:{_CUE_WORDS})\s+(?P<name>[a-zß-öø-ÿā-ž]{{3,}})(?![\w@-])")
+# "founders: Kónya, Becker and Vasquez": capitalised words listed together
+_COORDINATED = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:,\s{_NAME_TOKEN})*,?\s(?:and|or|&)\s{_NAME_TOKEN}(?![\w@-])")
+# Chinese names after a cue: 我是张伟, 联系人：王芳
+_CJK_NAME = re.compile(r"(?:我是|我叫|本人|姓名[:：]?\s*|联系人[:：]?\s*|名字是|先生|女士)(?P<name>[\u4e00-\u9fff]{2,3})")
+# ... or standing alone in English text: "Zhang Wei (张伟)": a common surname
+# and one or two characters, not part of a longer run of Chinese text
+_CJK_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+_CJK_STANDALONE = re.compile(rf"(?<![\u4e00-\u9fff])[{_CJK_SURNAMES}][\u4e00-\u9fff]{{1,2}}(?![\u4e00-\u9fff])")
+_LOWER_PAIR = re.compile(r"(?<![\w@.-])([a-zß-öø-ÿ]{3,})\s(?:[a-z]\.?\s)?([a-zß-öø-ÿ\x27-]{2,})(?![\w@-])")
 # "my name is Rubija", "Dear Ms Kónya", "Thanks, Laura": a cue, then a name
 _CUE = re.compile(
     rf"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Tt]his is|I am|I\x27m|[Cc]all me|[Dd]ear|[Tt]hanks,|[Tt]hank you,|"
@@ -60,12 +84,14 @@ def name_lists() -> tuple[frozenset[str], frozenset[str]]:
 
 
 @functools.cache
-def common_words(model_name: str | None = None) -> frozenset[str]:
+def common_words(model_name: str | None = None, include_nouns: bool = False) -> frozenset[str]:
     """Lower-case English words that are not (only) names.
 
     Taken from the spaCy model's lemmatizer index: every verb, adjective and
     adverb, plus stop words.  Its noun index is left out on purpose: it lists
     Rebecca and Scott next to discipline, so a noun alone says nothing.
+    ``include_nouns`` gives the full dictionary, for checks where a missed
+    dictionary word costs more than a missed name.
     """
     from spacy.lang.en.stop_words import STOP_WORDS
 
@@ -81,9 +107,18 @@ def common_words(model_name: str | None = None) -> frozenset[str]:
 
                 noun = get_string_id("noun")
                 for pos, entries in lookups.get_table("lemma_index").items():
-                    if pos != noun:
+                    if include_nouns or pos != noun:
                         words.update(w for w in entries if w.isalpha())
     return frozenset(words)
+
+
+def in_dictionary(token: str, words: frozenset[str]) -> bool:
+    """``token`` or its singular is in ``words`` (lower case)."""
+    low = token.lower()
+    return low in words or (low.endswith("s") and low[:-1] in words) or (low.endswith("es") and low[:-2] in words)
+
+
+_SENTENCE_START = re.compile(r"(?:^|[.!?:\n]\s*|\*\*|#+\s*)$")
 
 
 class PersonGazetteerRecognizer(LocalRecognizer):
@@ -107,6 +142,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
         given, family = name_lists()
         common = common_words(self._model_name)
         self._common = common
+        self._dictionary = common_words(self._model_name, include_nouns=True)
         self._given = frozenset(n for n in given if n.lower() not in common)
         self._family = frozenset(n for n in family if n.lower() not in common)
         self._given_lower = frozenset(n.lower() for n in self._given)
@@ -122,8 +158,13 @@ class PersonGazetteerRecognizer(LocalRecognizer):
                 start = match.start("name")
                 end = start + name.rindex(tokens[-1]) + len(tokens[-1])
                 results.append(self._result(start, end, self.CUE_SCORE))
+        for match in _CUE_LOWER.finditer(text):
+            if not in_dictionary(match.group("name"), self._dictionary):
+                results.append(self._result(match.start("name"), match.end("name"), self.GIVEN_NAME_SCORE))
         for match in _CJK_NAME.finditer(text):
             results.append(self._result(match.start("name"), match.end("name"), self.CUE_SCORE))
+        for match in _CJK_STANDALONE.finditer(text):
+            results.append(self._result(match.start(), match.end(), self.GIVEN_NAME_SCORE))
         for match in _COORDINATED.finditer(text):
             members = [(m.start(), m.end(), m.group()) for m in _SPLIT.finditer(match.group())]
             names = [t for _, _, t in members if t not in ("And", "Or")]
@@ -133,7 +174,8 @@ class PersonGazetteerRecognizer(LocalRecognizer):
         # chat users often skip capitals: "eva kleist", "follow up with naomi ryan"
         for match in _LOWER_PAIR.finditer(text):
             first, second = match.group(1), match.group(2)
-            if first in self._given_lower and second not in self._common and first not in self._common:
+            if (first in self._given_lower and not in_dictionary(first, self._common)
+                    and not in_dictionary(second, self._common)):
                 results.append(self._result(match.start(), match.end(), self.SHAPE_SCORE))
         for match in _NAME_RUN.finditer(text):
             tokens = _SPLIT.findall(match.group())
@@ -142,7 +184,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
                 # "Tomomi Nishiyama", "Faina D. Yefremova": two or three
                 # capitalised words that are not English words look like a
                 # name even when the lists do not know it.
-                if len(tokens) >= 2 and not any(t.lower() in self._common for t in tokens):
+                if len(tokens) >= 2 and not any(in_dictionary(t, self._dictionary) for t in tokens):
                     initial = re.search(rf"\s{_INITIAL}\s", match.group()) is not None
                     results.append(self._result(match.start(), match.end(),
                                                 self.SHAPE_INITIAL_SCORE if initial else self.SHAPE_SCORE))
@@ -155,12 +197,23 @@ class PersonGazetteerRecognizer(LocalRecognizer):
             span = tokens[first : last + 1]
             if len(span) > 1 and all(known[first : last + 1]):
                 score = self.FULL_NAME_SCORE
+            elif len(span) == 1 and in_dictionary(span[0], self._dictionary) and not self._proper_noun(text, start, nlp_artifacts):
+                continue  # "Server keeps crashing": a word that is also a name, used as a word
             elif span[0] in self._given:
                 score = self.GIVEN_NAME_SCORE
             else:
                 score = self.FAMILY_NAME_SCORE
             results.append(self._result(start, end, score))
         return results
+
+    @staticmethod
+    def _proper_noun(text: str, start: int, nlp_artifacts: NlpArtifacts | None) -> bool:
+        """Whether the word at ``start`` is a proper noun: spaCy's tag when the
+        text went through the tagger, else "not at the start of a sentence"."""
+        tokens = getattr(nlp_artifacts, "tokens", None)
+        if tokens is not None and any(t.pos_ for t in tokens):
+            return any(t.idx == start and t.pos_ == "PROPN" for t in tokens)
+        return not _SENTENCE_START.search(text[:start])
 
     def _result(self, start: int, end: int, score: float) -> RecognizerResult:
         explanation = AnalysisExplanation(recognizer=self.name, original_score=score)
