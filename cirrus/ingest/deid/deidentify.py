@@ -153,15 +153,19 @@ class Deidentifier:
         return spans
 
     def _clean_person(self, text: str, result: RecognizerResult, artifacts: Any) -> RecognizerResult | None:
-        """Trim punctuation NER leaves on names ("Daniel!", "Misty's") and drop
+        """Trim punctuation NER leaves on names ("Daniel!", "Misty's"), cut
+        spans at line breaks and UI paths ("Hannah Brooks > Edit"), and drop
         single words it takes for names that are ordinary English words and
         nobody's name ("still saying Stopping", lemma "stop"); Frank and
         White stay names."""
-        value = text[result.start : result.end]
-        stripped = _POSSESSIVE.sub("", value.strip(_NAME_EDGE)).strip(_NAME_EDGE)
+        span_text = text[result.start : result.end]
+        segment = next((m for m in re.finditer(r"[^\n>|]+", span_text) if m.group().strip(_NAME_EDGE)), None)
+        if segment is None:
+            return None
+        stripped = _POSSESSIVE.sub("", segment.group().strip(_NAME_EDGE)).strip(_NAME_EDGE)
         if not stripped or _NOT_A_NAME.search(stripped):
             return None
-        start = result.start + value.index(stripped)
+        start = result.start + segment.start() + segment.group().index(stripped)
         result = RecognizerResult(result.entity_type, start, start + len(stripped), result.score)
         if stripped.isupper() and len(stripped) <= 6:
             return None  # ICMP, SSH: acronyms

@@ -121,6 +121,28 @@ def in_dictionary(token: str, words: frozenset[str]) -> bool:
 _SENTENCE_START = re.compile(r"(?:^|[.!?:\n]\s*|\*\*|#+\s*)$")
 
 
+# spaCy's small model calls many rare names ORG, NORP or even GPE, so its label
+# overrules a single name-list hit only for dates ("Sunday") and for places
+# that Faker's address lists know ("China", "Hong Kong").
+_TIME_LABELS = frozenset({"DATE", "TIME", "EVENT"})
+_PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+
+
+@functools.cache
+def place_names() -> frozenset[str]:
+    """Countries, regions and cities from Faker's address providers."""
+    import faker.providers.address as address
+
+    places: set[str] = set()
+    for module in pkgutil.iter_modules(address.__path__):
+        provider = getattr(importlib.import_module(f"{address.__name__}.{module.name}"), "Provider", None)
+        for attr in ("countries", "cities", "city_names", "states", "provinces", "regions"):
+            values = getattr(provider, attr, None)
+            if isinstance(values, (list, tuple)):
+                places.update(v for v in values if isinstance(v, str))
+    return frozenset(places)
+
+
 class PersonGazetteerRecognizer(LocalRecognizer):
     FULL_NAME_SCORE = 0.85
     GIVEN_NAME_SCORE = 0.6
@@ -170,7 +192,9 @@ class PersonGazetteerRecognizer(LocalRecognizer):
             names = [t for _, _, t in members if t not in ("And", "Or")]
             if any(t in self._given or t in self._family for t in names) and not any(t.lower() in self._common for t in names):
                 for start, end, token in members:
-                    results.append(self._result(match.start() + start, match.start() + end, self.GIVEN_NAME_SCORE))
+                    begin, finish = match.start() + start, match.start() + end
+                    if not self._other_entity(begin, finish, nlp_artifacts):
+                        results.append(self._result(begin, finish, self.GIVEN_NAME_SCORE))
         # chat users often skip capitals: "eva kleist", "follow up with naomi ryan"
         for match in _LOWER_PAIR.finditer(text):
             first, second = match.group(1), match.group(2)
@@ -197,6 +221,8 @@ class PersonGazetteerRecognizer(LocalRecognizer):
             span = tokens[first : last + 1]
             if len(span) > 1 and all(known[first : last + 1]):
                 score = self.FULL_NAME_SCORE
+            elif len(span) == 1 and self._other_entity(start, end, nlp_artifacts):
+                continue  # a word spaCy types as a place or a date: "London", "Sunday"
             elif len(span) == 1 and in_dictionary(span[0], self._dictionary) and not self._proper_noun(text, start, nlp_artifacts):
                 continue  # "Server keeps crashing": a word that is also a name, used as a word
             elif span[0] in self._given:
@@ -214,6 +240,17 @@ class PersonGazetteerRecognizer(LocalRecognizer):
         if tokens is not None and any(t.pos_ for t in tokens):
             return any(t.idx == start and t.pos_ == "PROPN" for t in tokens)
         return not _SENTENCE_START.search(text[:start])
+
+    @staticmethod
+    def _other_entity(start: int, end: int, nlp_artifacts: NlpArtifacts | None) -> bool:
+        """spaCy labelled this stretch a date, or a place Faker knows too."""
+        doc = getattr(nlp_artifacts, "tokens", None)
+        ents = getattr(doc, "ents", ())
+        return any(
+            (e.label_ in _TIME_LABELS or (e.label_ in _PLACE_LABELS and e.text in place_names()))
+            and e.start_char < end and start < e.end_char
+            for e in ents
+        )
 
     def _result(self, start: int, end: int, score: float) -> RecognizerResult:
         explanation = AnalysisExplanation(recognizer=self.name, original_score=score)
