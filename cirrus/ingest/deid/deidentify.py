@@ -158,6 +158,7 @@ class Deidentifier:
         single words it takes for names that are ordinary English words and
         nobody's name ("still saying Stopping", lemma "stop"); Frank and
         White stay names."""
+        from_ner = (result.recognition_metadata or {}).get("recognizer_name") == "SpacyRecognizer"
         span_text = text[result.start : result.end]
         segment = next((m for m in re.finditer(r"[^\n>|]+", span_text) if m.group().strip(_NAME_EDGE)), None)
         if segment is None:
@@ -169,6 +170,8 @@ class Deidentifier:
         result = RecognizerResult(result.entity_type, start, start + len(stripped), result.score)
         if stripped.isupper() and len(stripped) <= 6:
             return None  # ICMP, SSH: acronyms
+        if from_ner and stripped.islower() and in_dictionary(stripped, self._dictionary):
+            return None  # "the devs": NER on a lower-case dictionary word
         if " " not in stripped:
             lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
             common = stripped.lower() in self._common or (lemma and lemma.lower() in self._common)
