@@ -111,6 +111,68 @@ def _print_ingest(manifest: dict, workspace: Path) -> None:
         console.print(f"... and {len(manifest['quarantined']) - 20} more in tickets/manifest.json")
 
 
+@app.command("eval")
+def eval_(
+    model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
+    judge_model: Annotated[str, typer.Option(help="Coverage judge model, or 'local' for the offline heuristic.")] = "local",
+    judge_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the judge (default: the agent's).")] = None,
+    fluency_model: Annotated[Optional[str], typer.Option(help="Fluency checker model, or 'local' (default: the judge's).")] = None,
+    fluency_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the fluency checker (default: the judge's).")] = None,
+    pass_k: Annotated[int, typer.Option("--pass-k", min=1, help="K of pass@K and pass^K.")] = 1,
+    runs: Annotated[int, typer.Option(min=1, help="Attempts per task (at least --pass-k).")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once.")] = 8,
+    run_id: Annotated[Optional[str], typer.Option(help="Name of reports/<run_id>/; the same id resumes a run.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks of tickets/tasks.jsonl.")] = None,
+    workspace: WorkspaceOpt = Path("."),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Walk every task checkpoint by checkpoint against a model and score it."""
+    import asyncio
+    import re
+
+    from cirrus.evaluate.roles import RoleError, build_roles
+    from cirrus.evaluate.runner import EvalSettings, TaskFileError, load_tasks, run_eval
+    from cirrus.evaluate.store import RunMismatch
+    from cirrus.llm.providers import EndpointError
+
+    run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{__import__('time').strftime('%Y%m%d-%H%M%S')}")
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", run_id) or run_id.startswith("."):
+        _fail(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+    try:
+        tasks = load_tasks(workspace, limit)
+        roles = build_roles(model=model, base_url=base_url, api_key_env=api_key_env, judge_model=judge_model,
+                            judge_base_url=judge_base_url, fluency_model=fluency_model,
+                            fluency_base_url=fluency_base_url, tasks=tasks, workspace=workspace)
+        settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
+                                concurrency=concurrency, limit=limit, progress=not quiet,
+                                fingerprint_extra=roles.fingerprint, details_extra=roles.details)
+        summary = asyncio.run(run_eval(settings, roles.agent, roles.judge, roles.fluency))
+    except (TaskFileError, RoleError, EndpointError, RunMismatch) as exc:
+        _fail(str(exc))
+        return
+    _print_summary(summary, workspace / "reports" / run_id)
+
+
+def _print_summary(summary: dict, directory: Path) -> None:
+    def fmt(value: object) -> str:
+        return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    table = Table(title=f"cirrus eval: {summary['model']} ({directory})", show_header=False)
+    rows = [("tasks", summary["n_tasks"]), ("attempts (errors)", f"{summary['attempts']} ({summary['errors']})"),
+            ("ATPR", summary["atpr"]), ("ALJ", summary["alj"]), ("ANEI", summary["anei"]), ("AMTL", summary["amtl"])]
+    rows += [(f"SR {name}", value) for name, value in summary["sr"].items()]
+    rows += [(key, summary[key]) for key in summary if key.startswith("pass^")]
+    rows += [("judge / fluency", f"{summary['judge']} / {summary['fluency']}")]
+    for name, value in rows:
+        table.add_row(name, fmt(value))
+    out.print(table)
+    if summary.get("offline_heuristics"):
+        console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}; "
+                      "scores are a harness check, not a model judgement")
+
+
 @app.command("pii-eval")
 def pii_eval(
     labels: Annotated[Path, typer.Argument(help="Labelled PII set (presidio-research JSON format).")],

@@ -12,19 +12,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tqdm import tqdm
 
 from cirrus import __version__
 from cirrus.config import PipelineConfig
+from cirrus.files import atomic_writer
 from cirrus.ingest.cassettes import write_cassette
 from cirrus.ingest.knowledge import load_kb
 from cirrus.ingest.pipeline import AnnotatorSpec, ProcessorFactory, Processed, Skipped, process_tickets
@@ -58,23 +56,6 @@ class IngestSummary:
     @property
     def tasks(self) -> int:
         return int(self.manifest["counts"]["tasks"])
-
-
-@contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[str]]:
-    """Write to a temporary file beside ``path`` and rename it into place on
-    success; on failure the old file (if any) is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _file_digest(path: Path) -> str:

@@ -1,0 +1,1 @@
+"""Evaluation: walk tasks checkpoint by checkpoint (contract sections 3-4)."""

@@ -1,0 +1,167 @@
+"""Run an evaluation: every (task, attempt) walked, with bounded concurrency,
+appended to the run store as it finishes, resumable (contract section 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from cirrus import __version__
+from cirrus.evaluate.store import RunStore
+from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker, InfrastructureError
+from cirrus.evaluate.walk import WalkResult, walk
+from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
+from cirrus.replay import ToolReplayer
+
+TASKS_FILE = Path("tickets/tasks.jsonl")
+
+
+class TaskFileError(ValueError):
+    pass
+
+
+def load_tasks(workspace: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order."""
+    path = workspace / TASKS_FILE
+    if not path.exists():
+        raise TaskFileError(f"{path} does not exist: run `cirrus ingest RAW --workspace {workspace}` first")
+    tasks = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                task = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise TaskFileError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(task, dict) or not task.get("checkpoints"):
+                raise TaskFileError(f"{path}:{number}: not a task (no checkpoints)")
+            tasks.append(task)
+            if limit is not None and len(tasks) >= limit:
+                break
+    return tasks
+
+
+def dataset_hash(tasks: list[dict[str, Any]]) -> str:
+    digest = hashlib.sha256()
+    for task in tasks:
+        digest.update(json.dumps(task, sort_keys=True, ensure_ascii=False).encode())
+    return digest.hexdigest()[:16]
+
+
+@dataclass
+class EvalSettings:
+    workspace: Path
+    run_id: str
+    runs: int
+    pass_k: int
+    concurrency: int
+    limit: int | None = None
+    progress: bool = True
+    # what must not change when a run is resumed (models, parameters, prompts)
+    fingerprint_extra: dict[str, Any] = field(default_factory=dict)
+    # recorded with the run, free to change (base URLs)
+    details_extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
+    base = {"task_id": task["task_id"], "attempt": attempt, "category": task.get("category"),
+            "checkpoints": len(task["checkpoints"])}
+    if result is None:
+        return {**base, "status": "error", "error": error, "covered": None, "accepted_turns": None, "tpr": None,
+                "lj": None, "nei": None, "mtl": None, "success": None, "input_tokens": None, "output_tokens": None,
+                "wall_s": None, "turns": []}
+    metrics = task_metrics(result.outcome)
+    turns = [{
+        "checkpoint": t.checkpoint, "reply_type": t.reply_type, "accepted": t.decision.accepted,
+        "covered_through": t.covered_through, "tia": t.decision.tia, "tsa": t.decision.tsa, "tev": t.decision.tev,
+        "rr": t.decision.rr, "stl": t.turn.output_tokens, "fluent": t.fluent, "tool_calls": len(t.turn.tool_calls),
+        "wall_s": round(t.turn.wall_s, 4),
+    } for t in result.turns]
+    return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
+            "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
+            "mtl": metrics.mtl, "success": metrics.success, "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens, "wall_s": round(result.wall_s, 4), "turns": turns}
+
+
+def _transcript(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
+    turns = []
+    for judged in result.turns if result else []:
+        checkpoint = task["checkpoints"][judged.checkpoint - 1]
+        turns.append({
+            "checkpoint": judged.checkpoint, "query": checkpoint["query"], "reference": checkpoint["reply"],
+            "reference_tool_calls": checkpoint["tool_calls"], "agent_messages": judged.turn.messages,
+            "agent_text": judged.turn.text,
+            "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "recorded": c.recorded,
+                            "error": c.error} for c in judged.turn.tool_calls],
+            "verdicts": judged.verdicts, "accepted": judged.decision.accepted,
+            "covered_through": judged.covered_through, "fluent": judged.fluent,
+        })
+    return {"task_id": task["task_id"], "attempt": attempt, "status": "ok" if result else "error", "error": error,
+            "turns": turns}
+
+
+def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
+    fields = ("task_id", "attempt", "status", "covered", "checkpoints", "accepted_turns", "tpr", "lj", "nei", "mtl",
+              "success")
+    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in fields}) for r in rows], k)
+    return {"model": model, **metrics.summary(), "attempts": len(rows), "k": k, "cirrus_version": __version__,
+            "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
+
+
+async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker) -> dict[str, Any]:
+    tasks = load_tasks(settings.workspace, settings.limit)
+    attempts = max(settings.pass_k, settings.runs)
+    store = RunStore(settings.workspace / "reports" / settings.run_id)
+    fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
+                   "dataset": dataset_hash(tasks), "cirrus": __version__, **settings.fingerprint_extra}
+    store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="seconds"), "tasks": len(tasks), **settings.details_extra})
+    done = {key for key, row in store.committed().items() if row["status"] == "ok"}
+    todo = [(t, a) for t in tasks for a in range(attempts) if (t["task_id"], a) not in done]
+    semaphore = asyncio.Semaphore(max(1, settings.concurrency))
+    bar = tqdm(total=len(todo), desc=f"eval {settings.run_id}", unit="attempt", disable=not settings.progress,
+               dynamic_ncols=True)
+    tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
+
+    async def one(task: dict[str, Any], attempt: int) -> None:
+        async with semaphore:
+            result, error = None, None
+            try:
+                with ToolReplayer.for_task(settings.workspace, task) as replayer:
+                    result = await walk(task, agent, judge, fluency, replayer, attempt)
+            except InfrastructureError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
+                error = f"{type(exc).__name__}: {exc}"
+            row = _row(task, attempt, result, error)
+            store.append(row, _transcript(task, attempt, result, error))
+            if result is None:
+                tally["errors"] += 1
+            else:
+                tally["ok"] += 1
+                tally["tpr_sum"] += row["tpr"]
+            bar.update(1)
+            bar.set_postfix(errors=tally["errors"], atpr=f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}", refresh=False)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(t, a) for t, a in todo))
+    bar.close()
+    keys = {(t["task_id"], a) for t in tasks for a in range(attempts)}
+    rows = [row for key, row in store.committed().items() if key in keys]
+    summary = summarize(rows, agent.name, settings.pass_k, {
+        "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,
+        "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))
+                               if getattr(part, "offline", False)],
+        "wall_s_this_session": round(time.perf_counter() - started, 2),
+    })
+    store.finalize(summary)
+    return summary

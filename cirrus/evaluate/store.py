@@ -1,0 +1,124 @@
+"""The run store: ``reports/<run_id>/``.
+
+While a run goes, each finished (task, attempt) is appended to
+``transcripts.jsonl`` and then to ``attempts.jsonl`` (flushed and synced: the
+attempt line is the commit mark), so a killed run loses at most the attempts
+in flight, and a resumed run knows exactly what is done.  ``finalize`` turns
+the committed rows into the contract's outputs: ``tasks.parquet``,
+``checkpoints.parquet``, ``summary.json``; a transcript whose attempt line
+never made it is dropped there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cirrus.files import atomic_writer
+
+RUN_FILE = "run.json"
+ATTEMPTS_FILE = "attempts.jsonl"
+TRANSCRIPTS_FILE = "transcripts.jsonl"
+
+TASK_SCHEMA = {
+    "task_id": pl.Utf8, "attempt": pl.Int64, "category": pl.Utf8, "checkpoints": pl.Int64, "covered": pl.Int64,
+    "accepted_turns": pl.Int64, "tpr": pl.Float64, "lj": pl.Int64, "nei": pl.Float64, "mtl": pl.Float64,
+    "success": pl.Boolean, "status": pl.Utf8, "error": pl.Utf8, "input_tokens": pl.Int64,
+    "output_tokens": pl.Int64, "wall_s": pl.Float64,
+}
+CHECKPOINT_SCHEMA = {
+    "task_id": pl.Utf8, "attempt": pl.Int64, "checkpoint": pl.Int64, "reply_type": pl.Utf8, "accepted": pl.Boolean,
+    "covered_through": pl.Int64, "tia": pl.Boolean, "tsa": pl.Boolean, "tev": pl.Boolean, "rr": pl.Boolean,
+    "stl": pl.Int64, "fluent": pl.Boolean, "tool_calls": pl.Int64, "wall_s": pl.Float64,
+}
+
+
+class RunMismatch(ValueError):
+    pass
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Lines of a JSONL file; a last line cut short by a crash is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+
+def _end_partial_line(path: Path) -> None:
+    """Close a line a crash cut short, so the next append starts a fresh line
+    (the cut line stays unreadable and is skipped)."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb+") as handle:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                handle.write(b"\n")
+
+
+class RunStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    # -- start / resume ---------------------------------------------------------
+
+    def open(self, fingerprint: dict[str, Any], details: dict[str, Any]) -> None:
+        """Create the run, or check that a resumed run asks for the same thing."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name in (ATTEMPTS_FILE, TRANSCRIPTS_FILE):
+            _end_partial_line(self.directory / name)
+        run_file = self.directory / RUN_FILE
+        if run_file.exists():
+            previous = json.loads(run_file.read_text(encoding="utf-8"))["fingerprint"]
+            changed = sorted(k for k in set(previous) | set(fingerprint) if previous.get(k) != fingerprint.get(k))
+            if changed:
+                raise RunMismatch(
+                    f"run {self.directory.name} was started with other settings ({', '.join(changed)} differ); "
+                    "resume it with the same models, parameters and tasks, or choose a new --run-id"
+                )
+            return
+        with atomic_writer(run_file) as out:
+            json.dump({"fingerprint": fingerprint, **details}, out, indent=2, ensure_ascii=False)
+
+    def committed(self) -> dict[tuple[str, int], dict[str, Any]]:
+        """The last committed row of each (task, attempt)."""
+        return {(row["task_id"], row["attempt"]): row for row in _read_jsonl(self.directory / ATTEMPTS_FILE)}
+
+    # -- appending ----------------------------------------------------------------
+
+    def append(self, row: dict[str, Any], transcript: dict[str, Any]) -> None:
+        for name, record in ((TRANSCRIPTS_FILE, transcript), (ATTEMPTS_FILE, row)):
+            with (self.directory / name).open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    # -- outputs --------------------------------------------------------------------
+
+    def finalize(self, summary: dict[str, Any]) -> None:
+        rows = list(self.committed().values())
+        rows.sort(key=lambda r: (r["task_id"], r["attempt"]))
+        task_rows = [{k: r.get(k) for k in TASK_SCHEMA} for r in rows]
+        checkpoint_rows = [
+            {**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": r["task_id"], "attempt": r["attempt"]}
+            for r in rows for c in r.get("turns", [])
+        ]
+        pl.DataFrame(task_rows, schema=TASK_SCHEMA).write_parquet(self.directory / "tasks.parquet")
+        pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA).write_parquet(self.directory / "checkpoints.parquet")
+        keys = {(r["task_id"], r["attempt"]) for r in rows}
+        latest = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(self.directory / TRANSCRIPTS_FILE)}
+        with atomic_writer(self.directory / TRANSCRIPTS_FILE) as out:
+            for key in sorted(k for k in latest if k in keys):
+                out.write(json.dumps(latest[key], ensure_ascii=False, separators=(",", ":")) + "\n")
+        with atomic_writer(self.directory / "summary.json") as out:
+            json.dump(summary, out, indent=2, ensure_ascii=False)
+            out.write("\n")

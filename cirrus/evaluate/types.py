@@ -1,0 +1,87 @@
+"""What the walk exchanges with agents, judges and fluency checkers.
+
+An agent turn is one reply of the agent under test to one customer query: the
+model may call tools (answered by replaying the task's cassette) any number of
+times before it answers in text.  Judges and fluency checkers return a verdict
+with their raw output so every score can be audited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cirrus.replay import ToolReplayer
+
+
+class InfrastructureError(RuntimeError):
+    """A model call failed for reasons that are not the model's answer (API
+    errors after retries, timeouts, unparseable judge output after retries).
+    The (task, attempt) is recorded with ``status = "error"`` and left out of
+    every score."""
+
+
+@dataclass(slots=True)
+class ToolCallMade:
+    """A tool call the agent made in a turn, and what replay answered."""
+
+    name: str
+    arguments: Any  # parsed JSON when the model sent valid JSON, else the raw string
+    result: Any = None
+    recorded: bool = False  # answered from the cassette (not a "no recorded result" error)
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class AgentTurn:
+    text: str
+    tool_calls: list[ToolCallMade] = field(default_factory=list)
+    # the OpenAI chat messages this turn adds to the history: assistant
+    # messages with tool_calls, tool results, the final assistant text
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    output_tokens: int = 0  # STL: all model calls of the turn, reasoning included
+    input_tokens: int = 0
+    model_calls: int = 0
+    wall_s: float = 0.0
+    ttft_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    ok: bool
+    raw: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRequest:
+    """Everything an agent sees for one turn."""
+
+    task: dict[str, Any]  # a line of tickets/tasks.jsonl
+    history: list[dict[str, Any]]  # OpenAI messages before the query
+    query: str
+    attempt: int
+
+
+class Agent(Protocol):
+    name: str
+    offline: bool  # True for built-in baselines that call no model
+
+    async def respond(self, request: TurnRequest, replayer: ToolReplayer) -> AgentTurn: ...
+
+
+class CoverageJudge(Protocol):
+    name: str
+
+    async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:
+        """Does ``candidate`` hold the key information of ``reference`` for
+        the customer's last question ``query``?"""
+        ...
+
+
+class FluencyChecker(Protocol):
+    name: str
+
+    async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
+        """Can the real customer's ``next_query`` still follow ``history``
+        (which holds the agent's own replies)?"""
+        ...

@@ -1,0 +1,122 @@
+"""Walk one task checkpoint by checkpoint (contract section 4).
+
+``walk`` is the algorithm exactly as the contract writes it: the agent answers
+checkpoint ``k``; the turn is accepted when the judge finds the reference's key
+information in it (and, when the reference made tool calls, when the turn made
+the same calls and they were answered from the cassette); the same turn may
+also cover later checkpoints (a logical jump); the walk stops at the first
+rejected turn, after the last checkpoint, or when the next real customer
+message can no longer follow the dialogue.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cirrus.evaluate.types import AgentTurn, Agent, CoverageJudge, FluencyChecker, TurnRequest, Verdict
+from cirrus.ingest.cassettes import canonical_json, normalize_arguments
+from cirrus.metrics import CheckpointDecision, WalkOutcome, accepts
+from cirrus.replay import ToolReplayer
+
+
+def _canonical(arguments: Any) -> str:
+    return canonical_json(normalize_arguments(arguments))
+
+
+@dataclass(slots=True)
+class JudgedTurn:
+    """One agent turn and every verdict given on it."""
+
+    checkpoint: int  # the k the turn answered (1-based)
+    reply_type: str
+    turn: AgentTurn
+    decision: CheckpointDecision
+    covered_through: int | None = None
+    fluent: bool | None = None
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class WalkResult:
+    outcome: WalkOutcome
+    turns: list[JudgedTurn]
+    wall_s: float
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(t.turn.input_tokens for t in self.turns)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(t.turn.output_tokens for t in self.turns)
+
+
+async def judge_checkpoint(
+    judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: dict[str, Any], turn: AgentTurn
+) -> tuple[CheckpointDecision, Verdict | None]:
+    """``accepts(response, k)`` of the contract for one checkpoint."""
+    verdict = None
+    if checkpoint["reply"].strip():
+        verdict = await judge.covers(history, checkpoint["query"], checkpoint["reply"], turn.text)
+        rr = verdict.ok
+    else:
+        rr = True  # a checkpoint of tool calls only
+    reference = [(c["name"], _canonical(c["arguments"])) for c in checkpoint["tool_calls"]]
+    made = [(c.name, _canonical(c.arguments), c.recorded) for c in turn.tool_calls]
+    return accepts(rr, reference, made), verdict
+
+
+def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: bool) -> dict[str, Any]:
+    return {"kind": kind, "checkpoint": checkpoint, "ok": ok, "raw": verdict.raw if verdict else None}
+
+
+async def walk(
+    task: dict[str, Any],
+    agent: Agent,
+    judge: CoverageJudge,
+    fluency: FluencyChecker,
+    replayer: ToolReplayer,
+    attempt: int = 0,
+) -> WalkResult:
+    started = time.perf_counter()
+    checkpoints = task["checkpoints"]
+    total = len(checkpoints)
+    history: list[dict[str, Any]] = list(task.get("history", []))
+    k, covered, accepted_turns = 1, 0, 0
+    stl_accepted: list[int] = []
+    judged: list[JudgedTurn] = []
+    while k <= total:
+        current = checkpoints[k - 1]
+        turn = await agent.respond(TurnRequest(task, history, current["query"], attempt), replayer)
+        seen = history + [{"role": "user", "content": current["query"]}]
+        decision, verdict = await judge_checkpoint(judge, seen, current, turn)
+        record = JudgedTurn(k, current.get("reply_type", ""), turn, decision)
+        record.verdicts.append(_verdict_record("coverage", k, verdict, decision.accepted))
+        judged.append(record)
+        if not decision.accepted:
+            break
+        j = k
+        while j < total:
+            later, later_verdict = await judge_checkpoint(judge, seen, checkpoints[j], turn)
+            record.verdicts.append(_verdict_record("coverage", j + 1, later_verdict, later.accepted))
+            if not later.accepted:
+                break
+            j += 1
+        accepted_turns += 1
+        stl_accepted.append(turn.output_tokens)
+        covered = j
+        record.covered_through = j
+        history = seen + turn.messages
+        if j == total:
+            break
+        k = j + 1
+        follows = await fluency.follows(history, checkpoints[k - 1]["query"])
+        record.fluent = follows.ok
+        record.verdicts.append(_verdict_record("fluency", k, follows, follows.ok))
+        if not follows.ok:
+            break
+    outcome = WalkOutcome(checkpoints=total, covered=covered, accepted_turns=accepted_turns,
+                          stl_accepted=tuple(stl_accepted))
+    return WalkResult(outcome, judged, time.perf_counter() - started)

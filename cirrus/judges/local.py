@@ -1,0 +1,126 @@
+"""Offline heuristic judge and fluency checker (``--judge local``).
+
+They need no model, so ``cirrus eval`` does something real on a fresh machine,
+and they are labelled as heuristics wherever their verdicts are reported.
+
+The coverage heuristic asks two things of the candidate reply:
+
+* *key items*: the reference's identifiers, numbers, URLs, commands, quoted
+  strings, menu paths and product terms (``i-bp***c``, ``port 22``,
+  ``systemctl restart nginx``, ``Network & Security > Key Pairs``) must mostly
+  appear in it;
+* *content overlap*: most of the reference's content words must appear too.
+
+A reply that repeats the reference is always included; a reply on another
+subject is not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from cirrus.evaluate.types import Verdict
+
+_STOP = frozenset(
+    "a an the and or but if then so to of in on at by for with from as is are was were be been being it its this "
+    "that these those i you we they he she me my your our their his her them us do does did have has had can could "
+    "will would should may might must shall not no yes please thanks thank hi hello dear just also there here what "
+    "which who whom when where why how all any some each more most other such only own same than too very s t "
+    "about into over after before again further once let lets sure okay ok get got make made know see".split()
+)
+_WORD = re.compile(r"[A-Za-z0-9\u4e00-\u9fff][\w\u4e00-\u9fff'-]*")
+_KEY_PATTERNS = (
+    re.compile(r"`[^`]+`"),  # inline code / commands
+    re.compile(r"\"[^\"]{2,80}\"|“[^”]{2,80}”"),  # quoted strings
+    re.compile(r"https?://\S+"),
+    re.compile(r"[\w.+-]*\*{2,}[\w.*~+-]*"),  # de-identified values: i-bp***c, 47.***.***.***
+    re.compile(r"\b[A-Za-z]+[-_][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b"),  # ids and codes: isv.AMOUNT, SMS_123
+    re.compile(r"\b\d+(?:[.,:/]\d+)*\s?(?:%|[A-Za-z]{1,5}\b)?"),  # numbers with their unit
+    re.compile(r"(?:[A-Z][\w&]*(?: [A-Z&][\w&]*)*\s?>\s?)+[A-Z][\w&]*(?: [A-Z][\w&]*)*"),  # menu paths
+    re.compile(r"\b[A-Z]{2,}[A-Za-z0-9]*\b"),  # product terms and acronyms: ECS, DKIM, ICP
+)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def key_items(reference: str) -> list[str]:
+    """The reference's key items, de-duplicated, in order of appearance."""
+    found: list[tuple[int, str]] = []
+    for pattern in _KEY_PATTERNS:
+        for match in pattern.finditer(reference):
+            item = match.group().strip("`\"“”.,;:()").strip()
+            if len(item) >= 2:
+                found.append((match.start(), item))
+    seen: set[str] = set()
+    items = []
+    for _, item in sorted(found):
+        key = _norm(item)
+        if key not in seen:
+            seen.add(key)
+            items.append(item)
+    return items
+
+
+def content_words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageScore:
+    key_coverage: float | None  # None when the reference has no key items
+    word_recall: float
+    items: int
+
+
+def coverage(reference: str, candidate: str) -> CoverageScore:
+    """How much of the reference's key information the candidate holds (pure)."""
+    cand = _norm(candidate)
+    items = key_items(reference)
+    key_cov = sum(_norm(item) in cand for item in items) / len(items) if items else None
+    ref_words = content_words(reference)
+    word_recall = len(ref_words & content_words(candidate)) / len(ref_words) if ref_words else 1.0
+    return CoverageScore(key_cov, word_recall, len(items))
+
+
+class LocalCoverageJudge:
+    """Included when at least ``key_threshold`` of the key items and
+    ``word_threshold`` of the content words of the reference are present."""
+
+    name = "local-heuristic"
+    offline = True
+
+    def __init__(self, key_threshold: float = 0.6, word_threshold: float = 0.5) -> None:
+        self.key_threshold = key_threshold
+        self.word_threshold = word_threshold
+
+    async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:
+        score = coverage(reference, candidate)
+        included = score.word_recall >= self.word_threshold and (
+            score.key_coverage is None or score.key_coverage >= self.key_threshold
+        )
+        key = "n/a" if score.key_coverage is None else f"{score.key_coverage:.2f} of {score.items}"
+        raw = f"{'Included' if included else 'Not Included'} (offline heuristic: key items {key}, content words {score.word_recall:.2f})"
+        return Verdict(included, raw)
+
+
+_DEAD_END = re.compile(
+    r"(?i)\b(i can(?:no|')t help|i(?:'m| am) (?:not able|unable) to help|i don't know|no recorded result)\b"
+)
+
+
+class LocalFluencyChecker:
+    """The next customer message can follow unless the agent's last turn said
+    nothing or was a dead end ("I can't help with that")."""
+
+    name = "local-heuristic"
+    offline = True
+
+    async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
+        last = next((m for m in reversed(history) if m.get("role") == "assistant" and m.get("content")), None)
+        text = (last or {}).get("content") or ""
+        ok = bool(text.strip()) and not _DEAD_END.search(text)
+        return Verdict(ok, f"{'Yes' if ok else 'No'} (offline heuristic)")

@@ -1,0 +1,196 @@
+"""A scripted OpenAI-compatible ``/chat/completions`` server on 127.0.0.1,
+for tests only (stdlib ``http.server``, one thread per connection, HTTP/1.1
+keep-alive).
+
+Each request is answered by the next item of ``script``, or, once the script
+is used up, by ``rule(body)`` (a callable given the parsed request body, so
+any number of concurrent requests can be served), or else by an empty text.
+An item is one of:
+
+* a ``str``: the assistant's text content;
+* an ``int``: that HTTP error status;
+* a :class:`Reply`: full control (tool calls, usage, reasoning tokens,
+  status, headers such as ``Retry-After``, a delay before answering);
+* a callable: called with the request body, returns one of the above.
+
+Every request body and its headers are recorded (``requests``,
+``headers``), also for error answers.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Union
+
+OMIT = object()  # usage=OMIT: the answer carries no "usage" at all
+
+
+@dataclass
+class Reply:
+    content: str | None = ""
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)  # (name, arguments: dict or raw JSON string)
+    prompt_tokens: int = 10
+    completion_tokens: int | None = 5
+    reasoning_tokens: int | None = None
+    usage: Any = None  # a dict replaces the computed usage; OMIT drops it
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    error_message: str = "scripted failure"
+    finish_reason: str | None = None
+
+
+Item = Union[str, int, Reply, Callable[[dict[str, Any]], Any]]
+
+
+def text(content: str, **kw: Any) -> Reply:
+    return Reply(content=content, **kw)
+
+
+def tool_calls(*calls: tuple[str, Any], content: str | None = None, **kw: Any) -> Reply:
+    return Reply(content=content, tool_calls=list(calls), **kw)
+
+
+def error(status: int, retry_after: float | str | None = None, **kw: Any) -> Reply:
+    headers = dict(kw.pop("headers", {}))
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
+    return Reply(status=status, headers=headers, **kw)
+
+
+class ChatServer:
+    def __init__(self, script: list[Item] | None = None, *, rule: Callable[[dict[str, Any]], Any] | None = None,
+                 delay: float = 0.0) -> None:
+        self.script: deque[Item] = deque(script or [])
+        self.rule = rule
+        self.delay = delay  # added to every answer
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.times: list[float] = []  # time.monotonic() at each request's arrival
+        self._lock = threading.Lock()
+        self._count = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # headers and body are written separately: without this, Nagle's
+                # algorithm and the client's delayed ACK add ~40 ms per answer
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.times.append(time.monotonic())
+                    server._count += 1
+                    number = server._count
+                    item: Any = server.script.popleft() if server.script else server.rule
+                reply = server._resolve(item, body)
+                pause = server.delay + reply.delay
+                if pause:
+                    time.sleep(pause)
+                status, payload = server._payload(reply, body, number)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 256
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @staticmethod
+    def _resolve(item: Any, body: dict[str, Any]) -> Reply:
+        if item is None:
+            return Reply()
+        while callable(item) and not isinstance(item, Reply):
+            item = item(body)
+        if isinstance(item, Reply):
+            return item
+        if isinstance(item, str):
+            return Reply(content=item)
+        if isinstance(item, int):
+            return Reply(status=item)
+        raise TypeError(f"unsupported scripted answer {item!r}")
+
+    @staticmethod
+    def _payload(reply: Reply, body: dict[str, Any], number: int) -> tuple[int, bytes]:
+        if reply.status >= 400:
+            error_type = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(reply.status, "server_error")
+            return reply.status, json.dumps({"error": {"message": reply.error_message, "type": error_type}}).encode()
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": f"call_{number}_{i}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for i, (name, args) in enumerate(reply.tool_calls)
+            ]
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        answer: dict[str, Any] = {
+            "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+        }
+        if reply.usage is OMIT:
+            pass
+        elif isinstance(reply.usage, dict):
+            answer["usage"] = reply.usage
+        else:
+            usage: dict[str, Any] = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                                     "total_tokens": reply.prompt_tokens + (reply.completion_tokens or 0)}
+            if reply.reasoning_tokens is not None:
+                usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+            answer["usage"] = usage
+        return 200, json.dumps(answer).encode()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def serve_forever(port: int = 0) -> None:  # pragma: no cover - a manual benchmark helper
+    """Run a rule-based server answering "ok" (for CPU benchmarks in another process)."""
+    server = ChatServer(rule=lambda body: "ok")
+    server._httpd.server_address  # noqa: B018
+    with server:
+        print(server.base_url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    serve_forever()
