@@ -143,3 +143,11 @@ def test_json_stays_json_and_plain_numbers_stay_numbers(deidentifier):
 def test_allow_list_values_are_kept(deidentifier):
     spans = deidentifier.detect("Thanks for choosing Nimbus Cloud, the ECS team")
     assert all("Nimbus" not in "Thanks for choosing Nimbus Cloud, the ECS team"[s.start : s.end] for s in spans)
+
+
+def test_named_fields_are_personal_data_even_when_on_the_allow_list(deidentifier):
+    ticket = Ticket("T-2", [Event("tool_result", call_id="c", content={"last_name": "Jenkins", "tool": "Jenkins"}),
+                            Event("tool_call", call_id="c", name="x", arguments={})], SourceRef("x"))
+    clean, _ = deidentifier.deidentify(ticket)
+    # once known as a name in this ticket, the value is replaced everywhere in it
+    assert clean.events[0].content == {"last_name": "Je***", "tool": "Je***"}

@@ -204,7 +204,7 @@ class Deidentifier:
             else:
                 as_text = str(value)
                 entity = self.field_entities.get((key or "").lower())
-                if entity and as_text.strip() and as_text.lower() not in self.allow:
+                if entity and as_text.strip():  # a named field is personal data, allow list or not
                     vocabulary.setdefault(as_text, entity)
                 elif isinstance(value, str) or len(as_text.replace(".", "").lstrip("-")) >= 7:
                     add_text(as_text, _key_context(key))
@@ -298,7 +298,7 @@ class _TicketRewriter:
             return value
         as_text = str(value)
         entity = self._deid.field_entities.get((key or "").lower())
-        if entity and as_text.strip() and as_text.lower() not in self._deid.allow:
+        if entity and as_text.strip():
             return self._replacer(entity)(as_text)
         if isinstance(value, str):
             return self.text(value)
