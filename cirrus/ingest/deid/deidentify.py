@@ -47,6 +47,8 @@ _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
 # NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
 _NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
+_HANDLE = re.compile(r"([a-z]{3,})[._]([a-z]{2,})[._]?\d*")
+_GLUED = re.compile(r"[A-Za-z_]\||\|[A-Za-z_]")
 _POSSESSIVE = re.compile(r"[\x27’]s$")
 _NAME_EDGE = " \t\n.,;:!?\"()[]{}<>"
 
@@ -145,6 +147,8 @@ class Deidentifier:
                 continue
             if text[r.start : r.end].lower() in self.allow:
                 continue
+            if r.entity_type == "PHONE_NUMBER" and _GLUED.search(text[max(0, r.start - 1) : r.start] + "|" + text[r.end : r.end + 1]):
+                continue  # digits inside an identifier: gift_card_1647044
             kept.append(Span(r.start, r.end, r.entity_type, r.score))
         spans = tuple(resolve_overlaps(kept))
         self._cache[request] = spans
@@ -155,8 +159,8 @@ class Deidentifier:
     def _clean_person(self, text: str, result: RecognizerResult, artifacts: Any) -> RecognizerResult | None:
         """Trim punctuation NER leaves on names ("Daniel!", "Misty's"), cut
         spans at line breaks and UI paths ("Hannah Brooks > Edit"), and drop
-        single words it takes for names that are ordinary English words and
-        nobody's name ("still saying Stopping", lemma "stop"); Frank and
+        single words it takes for names that are dictionary words and nobody's
+        name ("still saying Stopping", lemma "stop"; "Arrival"); Frank and
         White stay names."""
         from_ner = (result.recognition_metadata or {}).get("recognizer_name") == "SpacyRecognizer"
         span_text = text[result.start : result.end]
@@ -174,7 +178,7 @@ class Deidentifier:
             return None  # "the devs": NER on a lower-case dictionary word
         if " " not in stripped:
             lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
-            common = stripped.lower() in self._common or (lemma and lemma.lower() in self._common)
+            common = in_dictionary(stripped, self._dictionary) or (lemma and lemma.lower() in self._common)
             if common and stripped not in self._known_names:
                 return None
         return result
@@ -242,6 +246,10 @@ class Deidentifier:
         is an ordinary word that is nobody's name ("Security" of a title NER
         took for a person)."""
         for value, entity in list(vocabulary.items()):
+            handle = _HANDLE.fullmatch(value) if entity == "ACCOUNT_ID" else None
+            if handle and all(part.title() in self._known_names for part in handle.groups()):
+                value, entity = " ".join(part.title() for part in handle.groups()), "PERSON"
+                vocabulary.setdefault(value, entity)
             if entity == "PERSON":
                 for part in value.split():
                     if (len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part.lower() not in self.allow

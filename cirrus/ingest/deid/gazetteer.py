@@ -171,6 +171,11 @@ class PersonGazetteerRecognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None) -> list[RecognizerResult]:
         results = []
+        doc = getattr(nlp_artifacts, "tokens", None)
+        # Short structured values (tool arguments, JSON fields) are analysed
+        # without the tagger: there only full names and cue phrases count, a
+        # lone "York" or "Gift Card" in a city or product field is not a name.
+        prose = doc is not None and any(t.pos_ for t in doc)
         for match in _CUE.finditer(text):
             name = match.group("name")
             tokens = _SPLIT.findall(name)
@@ -187,7 +192,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
             results.append(self._result(match.start("name"), match.end("name"), self.CUE_SCORE))
         for match in _CJK_STANDALONE.finditer(text):
             results.append(self._result(match.start(), match.end(), self.GIVEN_NAME_SCORE))
-        for match in _COORDINATED.finditer(text):
+        for match in _COORDINATED.finditer(text) if prose else ():
             members = [(m.start(), m.end(), m.group()) for m in _SPLIT.finditer(match.group())]
             names = [t for _, _, t in members if t not in ("And", "Or")]
             if any(t in self._given or t in self._family for t in names) and not any(t.lower() in self._common for t in names):
@@ -196,7 +201,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
                     if not self._other_entity(begin, finish, nlp_artifacts):
                         results.append(self._result(begin, finish, self.GIVEN_NAME_SCORE))
         # chat users often skip capitals: "eva kleist", "follow up with naomi ryan"
-        for match in _LOWER_PAIR.finditer(text):
+        for match in _LOWER_PAIR.finditer(text) if prose else ():
             first, second = match.group(1), match.group(2)
             if (first in self._given_lower and not in_dictionary(first, self._common)
                     and not in_dictionary(second, self._common)):
@@ -208,7 +213,7 @@ class PersonGazetteerRecognizer(LocalRecognizer):
                 # "Tomomi Nishiyama", "Faina D. Yefremova": two or three
                 # capitalised words that are not English words look like a
                 # name even when the lists do not know it.
-                if len(tokens) >= 2 and not any(in_dictionary(t, self._dictionary) for t in tokens):
+                if prose and len(tokens) >= 2 and not any(in_dictionary(t, self._dictionary) for t in tokens):
                     initial = re.search(rf"\s{_INITIAL}\s", match.group()) is not None
                     results.append(self._result(match.start(), match.end(),
                                                 self.SHAPE_INITIAL_SCORE if initial else self.SHAPE_SCORE))
@@ -221,6 +226,8 @@ class PersonGazetteerRecognizer(LocalRecognizer):
             span = tokens[first : last + 1]
             if len(span) > 1 and all(known[first : last + 1]):
                 score = self.FULL_NAME_SCORE
+            elif not prose:
+                continue
             elif len(span) == 1 and self._other_entity(start, end, nlp_artifacts):
                 continue  # a word spaCy types as a place or a date: "London", "Sunday"
             elif len(span) == 1 and in_dictionary(span[0], self._dictionary) and not self._proper_noun(text, start, nlp_artifacts):
