@@ -44,7 +44,7 @@ from typing import Any
 
 from faker import Faker
 
-DEFAULT_SOURCE = Path("/work/shared/data/tau-bench-airline/gpt-4o-airline.json")
+DEFAULT_SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau-bench-airline" / "gpt-4o-airline.json"
 DEFAULT_OUT = Path("/tmp/cirrus-bench/corpus-2000.jsonl")
 
 # tau-bench user ids: <first>_<last>_<4 digits>; payment ids (credit_card_1234567,

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 OMIT = object()  # usage=OMIT: the answer carries no "usage" at all
 
@@ -45,9 +45,10 @@ class Reply:
     delay: float = 0.0
     error_message: str = "scripted failure"
     finish_reason: str | None = None
+    reasoning_content: str | None = None  # the DeepSeek/Qwen/vLLM message extension
 
 
-Item = Union[str, int, Reply, Callable[[dict[str, Any]], Any]]
+Item = str | int | Reply | Callable[[dict[str, Any]], Any]
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -140,6 +141,8 @@ class ChatServer:
             error_type = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(reply.status, "server_error")
             return reply.status, json.dumps({"error": {"message": reply.error_message, "type": error_type}}).encode()
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.reasoning_content is not None:
+            message["reasoning_content"] = reply.reasoning_content
         if reply.tool_calls:
             message["tool_calls"] = [
                 {"id": f"call_{number}_{i}", "type": "function",
@@ -183,10 +186,9 @@ class ChatServer:
         self.stop()
 
 
-def serve_forever(port: int = 0) -> None:  # pragma: no cover - a manual benchmark helper
+def serve_forever() -> None:  # pragma: no cover - a manual benchmark helper
     """Run a rule-based server answering "ok" (for CPU benchmarks in another process)."""
     server = ChatServer(rule=lambda body: "ok")
-    server._httpd.server_address  # noqa: B018
     with server:
         print(server.base_url, flush=True)
         threading.Event().wait()
