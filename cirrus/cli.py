@@ -116,10 +116,16 @@ def eval_(
     model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
-    judge_model: Annotated[str, typer.Option(help="Coverage judge model, or 'local' for the offline heuristic.")] = "local",
+    judge_model: Annotated[Optional[str], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model; local for baselines).")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the judge (default: the agent's).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the judge (default: the agent's).")] = None,
     fluency_model: Annotated[Optional[str], typer.Option(help="Fluency checker model, or 'local' (default: the judge's).")] = None,
     fluency_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the fluency checker (default: the judge's).")] = None,
+    fluency_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the fluency checker (default: the judge's).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(help="Agent sampling temperature (default: the server's).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Agent output token limit per model call.")] = None,
+    reasoning_effort: Annotated[Optional[str], typer.Option(help="Agent reasoning effort (low/medium/high) for models that take it.")] = None,
+    extra_body: Annotated[Optional[str], typer.Option(help="Extra JSON body fields for the agent's requests, e.g. '{\"enable_thinking\": false}'.")] = None,
     pass_k: Annotated[int, typer.Option("--pass-k", min=1, help="K of pass@K and pass^K.")] = 1,
     runs: Annotated[int, typer.Option(min=1, help="Attempts per task (at least --pass-k).")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once.")] = 8,
@@ -131,25 +137,37 @@ def eval_(
     """Walk every task checkpoint by checkpoint against a model and score it."""
     import asyncio
     import re
+    import time
 
-    from cirrus.evaluate.roles import RoleError, build_roles
+    from cirrus.evaluate.roles import RoleError, RoleOptions, build_roles
     from cirrus.evaluate.runner import EvalSettings, TaskFileError, load_tasks, run_eval
     from cirrus.evaluate.store import RunMismatch
     from cirrus.llm.providers import EndpointError
 
-    run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{__import__('time').strftime('%Y%m%d-%H%M%S')}")
+    run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{time.strftime('%Y%m%d-%H%M%S')}")
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", run_id) or run_id.startswith("."):
         _fail(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+    agent_params = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens,
+                                      "reasoning_effort": reasoning_effort, "extra_body": extra_body}.items()
+                    if v is not None}
+    agent = RoleOptions(model, base_url, api_key_env, agent_params)
+    judge = RoleOptions(judge_model, judge_base_url, judge_api_key_env) if judge_model else None
+    fluency = RoleOptions(fluency_model, fluency_base_url, fluency_api_key_env) if fluency_model else None
+
+    async def main() -> dict:
+        roles = build_roles(agent, judge, fluency, tasks, workspace)
+        try:
+            settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
+                                    concurrency=concurrency, limit=limit, progress=not quiet,
+                                    fingerprint_extra=roles.fingerprint, details_extra=roles.details)
+            return await run_eval(settings, roles.agent, roles.judge, roles.fluency)
+        finally:
+            await roles.aclose()
+
     try:
         tasks = load_tasks(workspace, limit)
-        roles = build_roles(model=model, base_url=base_url, api_key_env=api_key_env, judge_model=judge_model,
-                            judge_base_url=judge_base_url, fluency_model=fluency_model,
-                            fluency_base_url=fluency_base_url, tasks=tasks, workspace=workspace)
-        settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
-                                concurrency=concurrency, limit=limit, progress=not quiet,
-                                fingerprint_extra=roles.fingerprint, details_extra=roles.details)
-        summary = asyncio.run(run_eval(settings, roles.agent, roles.judge, roles.fluency))
-    except (TaskFileError, RoleError, EndpointError, RunMismatch) as exc:
+        summary = asyncio.run(main())
+    except (TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))
         return
     _print_summary(summary, workspace / "reports" / run_id)

@@ -119,7 +119,9 @@ class ChatServer:
             request_queue_size = 256
 
         self._httpd = Server(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # a short poll interval: shutdown() waits for it, once per test
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
 
     @staticmethod
     def _resolve(item: Any, body: dict[str, Any]) -> Reply:

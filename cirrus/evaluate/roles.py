@@ -1,6 +1,13 @@
 """Build the agent, judge and fluency checker of a run from command-line
-options (contract section 3): ``baseline:*`` agents and ``local`` judges run
-offline; any other name is a model on an OpenAI-compatible endpoint."""
+options (contract section 3).
+
+``baseline:*`` agents and the ``local`` judge run offline.  Any other name is
+a model on an OpenAI-compatible endpoint: ``--base-url`` / ``--api-key-env``,
+or the provider registry for bare names.  The agent's base URL and key
+variable are the defaults of the judge and fluency checker; the judge model
+defaults to the agent model (``local`` when the agent is a baseline), the
+fluency model to the judge model.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker
 
 BASELINES = ("baseline:oracle", "baseline:retrieval")
 LOCAL = "local"
+CACHE_DIR = Path(".cirrus-cache")
 
 
 class RoleError(ValueError):
@@ -27,26 +35,77 @@ class Roles:
     fluency: FluencyChecker
     fingerprint: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    pool: Any = None  # cirrus.llm.client.ClientPool when a model is used
+
+    async def aclose(self) -> None:
+        if self.pool is not None:
+            await self.pool.aclose()
 
 
-def build_roles(*, model: str, base_url: str | None, api_key_env: str | None, judge_model: str,
-                judge_base_url: str | None, fluency_model: str | None, fluency_base_url: str | None,
+@dataclass(frozen=True)
+class RoleOptions:
+    """One role as the command line gives it."""
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # RoleConfig.from_options keywords
+
+
+def _fingerprint(part: Any) -> Any:
+    return part.fingerprint() if hasattr(part, "fingerprint") else {"name": part.name}
+
+
+def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
                 tasks: list[dict[str, Any]], workspace: Path) -> Roles:
-    fluency_model = fluency_model or judge_model
-    if model == "baseline:oracle":
-        agent: Agent = OracleAgent()
-    elif model == "baseline:retrieval":
-        agent = RetrievalAgent(tasks)
-    elif model.startswith("baseline:"):
-        raise RoleError(f"unknown baseline {model!r}; choose one of {', '.join(BASELINES)}")
+    is_baseline = agent.model.startswith("baseline:")
+    if is_baseline and agent.model not in BASELINES:
+        raise RoleError(f"unknown baseline {agent.model!r}; choose one of {', '.join(BASELINES)}")
+    judge = judge or RoleOptions(LOCAL if is_baseline else agent.model)
+    fluency = fluency or RoleOptions(judge.model, judge.base_url, judge.api_key_env)
+    # the agent's endpoint is the default of the others
+    judge = RoleOptions(judge.model, judge.base_url or agent.base_url, judge.api_key_env or agent.api_key_env,
+                        {"temperature": 0.0, **judge.params})
+    fluency = RoleOptions(fluency.model, fluency.base_url or judge.base_url, fluency.api_key_env or judge.api_key_env,
+                          {"temperature": 0.0, **fluency.params})
+
+    pool = None
+
+    def client(options: RoleOptions):  # noqa: ANN202
+        nonlocal pool
+        from cirrus.llm.cache import ResponseCache
+        from cirrus.llm.client import ClientPool, RoleConfig
+
+        if pool is None:
+            pool = ClientPool(ResponseCache(workspace / CACHE_DIR))
+        return pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env, **options.params))
+
+    if agent.model == "baseline:oracle":
+        agent_part: Agent = OracleAgent()
+    elif agent.model == "baseline:retrieval":
+        agent_part = RetrievalAgent(tasks)
     else:
-        raise RoleError(f"model agents are not wired in this build yet; use one of {', '.join(BASELINES)}")
-    judge: CoverageJudge
-    fluency: FluencyChecker
-    if judge_model != LOCAL or fluency_model != LOCAL:
-        raise RoleError("LLM judges are not wired in this build yet; use --judge-model local")
-    judge, fluency = LocalCoverageJudge(), LocalFluencyChecker()
-    fingerprint = {"agent_model": model, "judge_model": judge_model, "fluency_model": fluency_model,
-                   "judge_thresholds": [judge.key_threshold, judge.word_threshold]}
-    details = {"agent_base_url": base_url, "judge_base_url": judge_base_url, "fluency_base_url": fluency_base_url}
-    return Roles(agent, judge, fluency, fingerprint, details)
+        from cirrus.agents.openai_agent import OpenAIAgent
+
+        agent_part = OpenAIAgent(client(agent))
+    if judge.model == LOCAL:
+        judge_part: CoverageJudge = LocalCoverageJudge()
+    else:
+        from cirrus.judges.llm import LLMCoverageJudge
+
+        judge_part = LLMCoverageJudge(client(judge))
+    if fluency.model == LOCAL:
+        fluency_part: FluencyChecker = LocalFluencyChecker()
+    else:
+        from cirrus.judges.llm import LLMFluencyChecker
+
+        fluency_part = LLMFluencyChecker(client(fluency))
+    fingerprint = {"agent_role": _fingerprint(agent_part), "judge_role": _fingerprint(judge_part),
+                   "fluency_role": _fingerprint(fluency_part)}
+    if isinstance(judge_part, LocalCoverageJudge):
+        fingerprint["judge_role"] = {"name": judge_part.name,
+                                     "thresholds": [judge_part.key_threshold, judge_part.word_threshold]}
+    details = {"agent_base_url": agent.base_url, "judge_base_url": judge.base_url,
+               "fluency_base_url": fluency.base_url,
+               "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env})}
+    return Roles(agent_part, judge_part, fluency_part, fingerprint, details, pool)

@@ -1,0 +1,81 @@
+"""The prompt of the agent under test (:class:`cirrus.agents.openai_agent.OpenAIAgent`).
+
+Changing any text here changes what the agent sees: a run started with one
+version of these prompts must not be resumed with another (the agent's
+fingerprint holds a hash of them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SYSTEM_PROMPT = """\
+You are a customer-service agent of a cloud-service provider, answering \
+customers in a support conversation (online chat or e-mail). Customers ask \
+about products such as compute instances, storage, networking, databases, \
+domains, e-mail, security and billing.
+
+How to work:
+- Read the customer's message and the conversation so far. Answer the \
+customer's latest message directly; do not repeat what was already settled.
+- Base technical facts, limits, prices and console paths on the knowledge \
+documents below and on the results of your tools. Do not invent product \
+behaviour, resource states or account details. If you do not know, say what \
+you will check or what the customer can check.
+- Use the tools when the answer depends on the customer's own resources or \
+account (their state, configuration, logs, orders). Call them with the \
+identifiers the customer gave. Tool results are authoritative; explain what \
+they mean for the customer.
+- If information you need is missing (an instance ID, a region, an error \
+message, a screenshot, an order number), ask for exactly that, briefly.
+- Give concrete, ordered steps when the customer has to do something, with \
+the exact menu paths, commands or settings.
+- Protect the account: never ask for or repeat passwords, AccessKey secrets \
+or verification codes; follow identity-verification rules before changing \
+anything on the customer's behalf, and point out security risks you notice.
+- Be polite and concise. Write in the customer's language. Do not mention \
+these instructions, the knowledge documents as such, or that you are an AI.
+
+Identifiers in this conversation may appear masked (for example \
+"i-bp*****l" or "Et***"). Use them exactly as written; they are valid \
+references for the tools.\
+"""
+
+KNOWLEDGE_HEADER = "# Knowledge documents"
+
+# The content of the tool message for a call the replayed cassette holds no
+# answer for (contract 4: a "no recorded result" tool error).
+NO_RECORDED_RESULT = (
+    "no recorded result: this tool call (name and arguments) cannot be answered. "
+    "Check the tool name and the arguments, or continue without this information."
+)
+
+
+def render_knowledge(documents: Sequence[Mapping[str, Any]]) -> str:
+    blocks = []
+    for i, doc in enumerate(documents, 1):
+        title = str(doc.get("title") or doc.get("doc_id") or f"Document {i}")
+        ref = f" ({doc['doc_id']})" if doc.get("doc_id") else ""
+        blocks.append(f"## {title}{ref}\n\n{str(doc.get('text') or '').strip()}")
+    return "\n\n".join(blocks)
+
+
+def system_message(task: Mapping[str, Any], prompt: str = SYSTEM_PROMPT) -> str:
+    """The system message of an agent turn: ``prompt`` and the task's knowledge."""
+    documents = task.get("knowledge") or []
+    if not documents:
+        return prompt
+    return f"{prompt}\n\n{KNOWLEDGE_HEADER}\n\n{render_knowledge(documents)}"
+
+
+def tool_result_content(result: Any) -> str:
+    """A recorded tool result as the text of a tool message."""
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False)
+
+
+def no_recorded_result_content() -> str:
+    return json.dumps({"error": NO_RECORDED_RESULT}, ensure_ascii=False)

@@ -1,0 +1,670 @@
+"""One async client layer for every model role: the agent under test, the
+coverage judge and the fluency checker.
+
+A :class:`RoleConfig` says which model serves a role (an
+:class:`~cirrus.llm.providers.Endpoint`: any OpenAI-compatible base URL and
+the name of the variable holding its key) and with which parameters.  A
+:class:`ChatClient` calls that model; a :class:`ClientPool` hands out clients
+that share one ``openai.AsyncOpenAI`` per (base URL, key variable) and one
+:class:`RateLimiter` per endpoint.
+
+Requests
+    Sent with the openai package's low-level ``AsyncOpenAI.post`` (already
+    serialized JSON in, a ``ChatCompletion`` out): the high-level
+    ``chat.completions.create`` re-walks every message to "transform" it,
+    which costs several milliseconds of CPU per transcript-sized call.  The
+    openai package's types and error classes are kept.
+
+Retries
+    The openai client's own retry loop is switched off (``max_retries=0``) and
+    tenacity retries each request instead, so that every attempt passes
+    through the endpoint's rate limiter: 429, 408, 409, 5xx, timeouts and
+    connection errors are retried ``RoleConfig.max_retries`` times with
+    exponential backoff and jitter; a ``Retry-After`` (or ``retry-after-ms``)
+    header is honoured instead of the backoff, and a 429's ``Retry-After``
+    also pauses the other requests to that endpoint.  When the retries are
+    spent, :class:`~cirrus.evaluate.types.InfrastructureError` is raised.
+    A 401/403 is never retried: :class:`ModelAuthError` names the key's
+    variable.  Other 4xx answers raise ``InfrastructureError`` at once.
+
+Caching
+    Calls made with ``cache=True`` (the judges, never the agent) are looked up
+    in and stored to a :class:`~cirrus.llm.cache.ResponseCache`, keyed on the
+    base URL and the canonical JSON of the request body (model, messages,
+    parameters) -- never the API key.
+
+Token counts
+    :attr:`ChatResult.completion_tokens` is ``usage.completion_tokens``, which
+    in OpenAI's API (and the compatible servers we know: vLLM, DashScope,
+    DeepSeek) already includes the reasoning tokens
+    (``completion_tokens_details.reasoning_tokens`` is a breakdown of it, not
+    an addition).  Only when an answer carries no usage at all is the output
+    counted with the offline tiktoken encoding (text, reasoning text and tool
+    calls), see :meth:`ChatResult.output_tokens`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+from openai import (
+    APIConnectionError,
+    APIStatusError,
+    AsyncOpenAI,
+    AuthenticationError,
+    PermissionDeniedError,
+)
+from openai.types.chat import ChatCompletion
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from cirrus.evaluate.types import InfrastructureError
+from cirrus.ingest.cassettes import canonical_json
+from cirrus.llm.cache import ResponseCache
+from cirrus.llm.providers import Endpoint, EndpointError, resolve_endpoint
+
+T = TypeVar("T")
+
+RETRY_STATUSES = frozenset({408, 409, 429})  # and every status >= 500
+MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+class ModelAuthError(EndpointError):
+    """The endpoint refused the API key (HTTP 401/403).  Not retried, and not
+    an :class:`InfrastructureError`: every other call would fail the same
+    way, so a run should stop."""
+
+
+class UnparseableOutput(ValueError):
+    """A model's answer could not be read (raised by parsers given to
+    :meth:`ChatClient.complete_parsed`)."""
+
+
+# ---------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True, slots=True)
+class RoleConfig:
+    """Which model serves a role, and how it is called.
+
+    ``None`` parameters are not sent (the server's default applies).
+    ``extra_body`` is merged into the request body as is (e.g.
+    ``{"enable_thinking": false}`` for Qwen3 on DashScope, ``{"top_p": 0.9}``).
+    ``max_tokens_param`` is the body field ``max_tokens`` is sent as: OpenAI's
+    reasoning models want ``max_completion_tokens``.  ``rpm`` and
+    ``concurrency`` bound the requests to the endpoint (requests started per
+    minute, requests in flight); ``None`` is unbounded.  ``timeout`` is per
+    request, in seconds; ``max_retries`` counts retries after the first try.
+    """
+
+    endpoint: Endpoint
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 120.0
+    max_retries: int = 5
+    rpm: float | None = None
+    concurrency: int | None = None
+    max_tokens_param: str = "max_tokens"
+    retry_initial_wait: float = 1.0  # backoff: retry_initial_wait * 2**n + jitter, capped at retry_max_wait
+    retry_max_wait: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        if self.rpm is not None and self.rpm <= 0:
+            raise ValueError("rpm must be > 0 (or None for no limit)")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1 (or None for no limit)")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError("max_tokens_param must be 'max_tokens' or 'max_completion_tokens'")
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    @classmethod
+    def from_options(
+        cls,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        extra_body: Mapping[str, Any] | str | None = None,
+        **settings: Any,
+    ) -> RoleConfig:
+        """A role from command-line style options.  ``extra_body`` may be a
+        JSON object as text (``--extra-body '{"top_p": 0.8}'``); ``settings``
+        are the other fields (timeout, max_retries, rpm, concurrency, ...).
+        Without ``base_url`` the model is looked up in the provider registry
+        (:func:`~cirrus.llm.providers.resolve_endpoint`)."""
+        if isinstance(extra_body, str):
+            try:
+                extra_body = json.loads(extra_body) if extra_body.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"extra body parameters must be a JSON object: {exc}") from None
+        if extra_body is not None and not isinstance(extra_body, Mapping):
+            raise ValueError("extra body parameters must be a JSON object")
+        if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"reasoning effort must be one of {', '.join(REASONING_EFFORTS)}")
+        return cls(
+            endpoint=resolve_endpoint(model, base_url, api_key_env),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
+            extra_body=dict(extra_body or {}),
+            **settings,
+        )
+
+    def with_params(self, **changes: Any) -> RoleConfig:
+        return replace(self, **changes)
+
+    def body_params(self) -> dict[str, Any]:
+        """The request-body fields this role adds to every call (model included)."""
+        params: dict[str, Any] = {"model": self.endpoint.model}
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            params[self.max_tokens_param] = self.max_tokens
+        if self.reasoning_effort is not None:
+            params["reasoning_effort"] = self.reasoning_effort
+        params.update(self.extra_body)
+        return params
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes this role's answers what they are: model and parameters.
+        Not the base URL or the key variable (a resume may change those), and
+        never the key."""
+        return {"model": self.endpoint.model, "params": self.body_params()}
+
+    def describe(self) -> str:
+        return f"{self.endpoint.model} at {self.endpoint.base_url}"
+
+
+def roles_from_options(
+    model: str,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    *,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    judge_api_key_env: str | None = None,
+    fluency_model: str | None = None,
+    fluency_base_url: str | None = None,
+    fluency_api_key_env: str | None = None,
+    agent_params: Mapping[str, Any] | None = None,
+    judge_params: Mapping[str, Any] | None = None,
+    fluency_params: Mapping[str, Any] | None = None,
+) -> tuple[RoleConfig, RoleConfig, RoleConfig]:
+    """The (agent, judge, fluency) roles of ``cirrus eval`` (contract 3).
+
+    The base URL and key variable given for the agent are the defaults of the
+    judge and fluency checker; the judge model defaults to the agent model and
+    the fluency model to the judge model.  Judge and fluency calls default to
+    temperature 0.  ``*_params`` are :meth:`RoleConfig.from_options` keywords.
+    """
+    judge_model = judge_model or model
+    fluency_model = fluency_model or judge_model
+    agent = RoleConfig.from_options(model, base_url, api_key_env, **dict(agent_params or {}))
+    judge = RoleConfig.from_options(
+        judge_model, judge_base_url or base_url, judge_api_key_env or api_key_env,
+        **{"temperature": 0.0, **dict(judge_params or {})},
+    )
+    fluency = RoleConfig.from_options(
+        fluency_model, fluency_base_url or judge_base_url or base_url,
+        fluency_api_key_env or judge_api_key_env or api_key_env,
+        **{"temperature": 0.0, **dict(fluency_params or {})},
+    )
+    return agent, judge, fluency
+
+
+# ---------------------------------------------------------------------------
+# rate limiting
+
+
+class RateLimiter:
+    """Bounds the requests to one endpoint: at most ``concurrency`` in flight,
+    starts spaced at least ``60 / rpm`` seconds apart, and a common pause
+    after a 429 with ``Retry-After``.  Use as ``async with limiter:``.  Bound
+    to the event loop it is first used in."""
+
+    def __init__(self, rpm: float | None = None, concurrency: int | None = None) -> None:
+        self.rpm = rpm
+        self.concurrency = concurrency
+        self._interval = 60.0 / rpm if rpm else 0.0
+        self._next_start = 0.0
+        self._paused_until = 0.0
+        self._semaphore = asyncio.Semaphore(concurrency) if concurrency else None
+
+    def pause(self, seconds: float) -> None:
+        """Start no request for ``seconds`` from now (a server asked us to wait)."""
+        self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    async def _wait_turn(self) -> None:
+        while True:
+            now = time.monotonic()
+            if self._paused_until > now:
+                await asyncio.sleep(self._paused_until - now)
+                continue
+            if not self._interval:
+                return
+            start = max(now, self._next_start)
+            self._next_start = start + self._interval
+            if start > now:
+                await asyncio.sleep(start - now)
+            return
+
+    async def __aenter__(self) -> RateLimiter:
+        if self._semaphore is not None:
+            await self._semaphore.acquire()
+        try:
+            await self._wait_turn()
+        except BaseException:
+            if self._semaphore is not None:
+                self._semaphore.release()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._semaphore is not None:
+            self._semaphore.release()
+
+
+# ---------------------------------------------------------------------------
+# results
+
+
+@dataclass(slots=True)
+class ChatResult:
+    """One model answer, reduced to what Cirrus uses (cacheable as JSON)."""
+
+    content: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI tool_call dicts
+    finish_reason: str | None = None
+    model: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None  # reasoning included (OpenAI's definition)
+    reasoning_tokens: int | None = None  # the part of completion_tokens spent reasoning, when reported
+    reasoning_content: str | None = None  # provider extension (DeepSeek, Qwen, vLLM reasoning parsers)
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The answer as an OpenAI assistant message for the next request's
+        history (reasoning text left out, as providers require)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        elif message["content"] is None:
+            message["content"] = ""
+        return message
+
+    def output_tokens(self) -> int:
+        """Output tokens of this call: ``usage.completion_tokens`` (reasoning
+        included); counted with tiktoken only when the API reported none."""
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        from cirrus.offline import count_tokens
+
+        parts = [self.content or "", self.reasoning_content or ""]
+        for call in self.tool_calls:
+            function = call.get("function") or {}
+            parts.append(str(function.get("name") or ""))
+            parts.append(str(function.get("arguments") or ""))
+        return sum(count_tokens(part) for part in parts if part)
+
+    def to_cache(self) -> dict[str, Any]:
+        skip = ("latency_s", "attempts", "cached")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+    @classmethod
+    def from_cache(cls, data: Mapping[str, Any]) -> ChatResult:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known}, cached=True)
+
+    @classmethod
+    def from_completion(cls, completion: ChatCompletion, latency_s: float, attempts: int) -> ChatResult:
+        choices = completion.choices or []
+        if not choices or choices[0].message is None:
+            raise _MalformedAnswer("the answer has no choices")
+        choice = choices[0]
+        message = choice.message
+        tool_calls = []
+        for i, call in enumerate(message.tool_calls or ()):
+            function = getattr(call, "function", None)
+            if function is None:  # a non-function (custom) tool call: keep what is there
+                continue
+            tool_calls.append({
+                "id": call.id or f"call_{i}",
+                "type": "function",
+                "function": {"name": function.name or "", "arguments": function.arguments or ""},
+            })
+        usage = completion.usage
+        prompt_tokens = completion_tokens = reasoning_tokens = None
+        if usage is not None:
+            prompt_tokens = usage.prompt_tokens
+            completion_tokens = usage.completion_tokens
+            details = usage.completion_tokens_details
+            if details is not None:
+                reasoning_tokens = details.reasoning_tokens
+        reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+        return cls(
+            content=message.content or "",
+            tool_calls=tool_calls,
+            finish_reason=choice.finish_reason,
+            model=completion.model or "",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
+            reasoning_content=reasoning if isinstance(reasoning, str) else None,
+            latency_s=latency_s,
+            attempts=attempts,
+        )
+
+
+class _MalformedAnswer(RuntimeError):
+    """A 200 answer that is not a chat completion (retried like a 5xx)."""
+
+
+# ---------------------------------------------------------------------------
+# the client
+
+
+def _retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (AuthenticationError, PermissionDeniedError)):
+        return False
+    if isinstance(exc, APIStatusError):
+        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+    return isinstance(exc, (APIConnectionError, _MalformedAnswer))  # APITimeoutError is an APIConnectionError
+
+
+def retry_after(exc: BaseException | None) -> float | None:
+    """The delay an error answer asks for (``retry-after-ms``, or
+    ``Retry-After`` in seconds or as an HTTP date), in seconds."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            if divisor == 1.0:
+                parsed = email.utils.parsedate_tz(value)
+                if parsed is not None:
+                    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None
+
+
+def _dumps(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, APIStatusError):
+        message = exc.message if isinstance(exc.message, str) else str(exc)
+        return f"HTTP {exc.status_code}: {message[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+class ChatClient:
+    """Calls one role's model.  Make it with :meth:`ClientPool.client` (or
+    directly, then it owns its ``AsyncOpenAI`` and must be closed).
+
+    The API key is read from the role's variable here, once: a missing key
+    raises :class:`~cirrus.llm.providers.EndpointError` naming the variable.
+    """
+
+    def __init__(
+        self,
+        role: RoleConfig,
+        *,
+        cache: ResponseCache | None = None,
+        limiter: RateLimiter | None = None,
+        openai_client: AsyncOpenAI | None = None,
+    ) -> None:
+        self.role = role
+        self.cache = cache
+        self.limiter = limiter or RateLimiter(role.rpm, role.concurrency)
+        self._owns_client = openai_client is None
+        self._openai = openai_client or make_openai_client(role.endpoint, role.timeout)
+        self._params = role.body_params()
+        self._wait_backoff = wait_exponential_jitter(
+            multiplier=role.retry_initial_wait, max=role.retry_max_wait, jitter=role.retry_initial_wait
+        )
+        self.requests = 0  # HTTP requests sent (retries included)
+        self.cache_hits = 0
+
+    @property
+    def model(self) -> str:
+        return self.role.endpoint.model
+
+    def request_body(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {**self._params, "messages": messages}
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if params:
+            body.update(params)
+        return body
+
+    def cache_key(self, body: Mapping[str, Any]) -> str:
+        return ResponseCache.key(self.role.endpoint.base_url, canonical_json(body))
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        cache: bool = False,
+        **params: Any,
+    ) -> ChatResult:
+        """One chat completion.  ``params`` override the role's body fields
+        for this call.  With ``cache=True`` (and a cache), an identical
+        earlier request is answered from the cache."""
+        body = self.request_body(messages, tools=tools, tool_choice=tool_choice, **params)
+        if cache and self.cache is not None:
+            text = canonical_json(body)
+            key = ResponseCache.key(self.role.endpoint.base_url, text)
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cache_hits += 1
+                return ChatResult.from_cache(hit)
+            result = await self._send(text.encode("utf-8"))
+            self.cache.put(key, result.to_cache())
+            return result
+        return await self._send(_dumps(body))
+
+    async def complete_parsed(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        attempts: int = 3,
+        repair: str | None = None,
+        cache: bool = True,
+        what: str = "answer",
+        **params: Any,
+    ) -> tuple[T, ChatResult]:
+        """A completion whose text ``parse`` turns into a value, raising
+        :class:`UnparseableOutput` when it cannot.  An unreadable answer is
+        asked again (``attempts`` in all; with ``repair``, the bad answer and
+        ``repair`` as a user message are added so the model can correct
+        itself); then :class:`InfrastructureError` -- never a silent verdict.
+        Only readable answers are cached, under the first request's key."""
+        body = self.request_body(messages, **params)
+        first = None
+        key = None
+        if cache and self.cache is not None:
+            first = canonical_json(body)
+            key = ResponseCache.key(self.role.endpoint.base_url, first)
+            hit = self.cache.get(key)
+            if hit is not None:
+                cached = ChatResult.from_cache(hit)
+                try:
+                    value = parse(cached.content)
+                except UnparseableOutput:
+                    pass  # e.g. the parser changed: ask again and overwrite
+                else:
+                    self.cache_hits += 1
+                    return value, cached
+        last: ChatResult | None = None
+        problem = ""
+        for attempt in range(max(1, attempts)):
+            if attempt and repair and last is not None:
+                retry_messages = [*messages, {"role": "assistant", "content": last.content},
+                                  {"role": "user", "content": repair}]
+                payload = _dumps({**body, "messages": retry_messages})
+            elif first is not None:
+                payload = first.encode("utf-8")
+            else:
+                payload = _dumps(body)
+            last = await self._send(payload)
+            try:
+                value = parse(last.content)
+            except UnparseableOutput as exc:
+                problem = str(exc)
+                continue
+            if key is not None:
+                self.cache.put(key, last.to_cache())  # type: ignore[union-attr]
+            return value, last
+        shown = (last.content if last is not None else "")[:300]
+        raise InfrastructureError(
+            f"unreadable {what} from {self.role.describe()} after {max(1, attempts)} attempts "
+            f"({problem}); last answer: {shown!r}"
+        )
+
+    async def _send(self, payload: bytes) -> ChatResult:
+        started = time.perf_counter()
+        attempts = 0
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(self.role.max_retries + 1),
+            wait=self._wait,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    async with self.limiter:
+                        self.requests += 1
+                        completion = await self._openai.post(
+                            "/chat/completions", cast_to=ChatCompletion, content=payload
+                        )
+                    return ChatResult.from_completion(completion, time.perf_counter() - started, attempts)
+        except (AuthenticationError, PermissionDeniedError) as exc:
+            raise self._auth_error(exc) from None
+        except (APIStatusError, APIConnectionError, _MalformedAnswer) as exc:
+            retried = f" after {attempts} attempts" if attempts > 1 else ""
+            raise InfrastructureError(
+                f"{self.role.describe()} failed{retried}: {_describe_error(exc)}"
+            ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = retry_after(exc)
+        if asked is not None:
+            asked = min(asked, MAX_RETRY_AFTER)
+            if isinstance(exc, APIStatusError) and exc.status_code == 429:
+                self.limiter.pause(asked)
+            return asked + random.uniform(0, min(0.1 * asked, 1.0))
+        return self._wait_backoff(state)
+
+    def _auth_error(self, exc: APIStatusError) -> ModelAuthError:
+        endpoint = self.role.endpoint
+        if endpoint.api_key_env:
+            advice = (f"check the API key in the environment variable {endpoint.api_key_env} "
+                      f"(or choose another variable with --api-key-env)")
+        else:
+            advice = "the endpoint needs an API key: name its environment variable with --api-key-env"
+        return ModelAuthError(
+            f"model {endpoint.model!r} at {endpoint.base_url} refused the request "
+            f"(HTTP {exc.status_code}, not retried): {advice}"
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._openai.close()
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def make_openai_client(endpoint: Endpoint, timeout: float) -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` for ``endpoint`` with the SDK's own retries off
+    (:class:`ChatClient` retries with tenacity)."""
+    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=0)
+
+
+class ClientPool:
+    """Hands out :class:`ChatClient` objects for roles, sharing one
+    ``AsyncOpenAI`` (connection pool) per base URL and key variable and one
+    :class:`RateLimiter` per endpoint (model, base URL, key variable; the
+    first role that asks for an endpoint sets its limits).  Create it inside
+    the event loop that uses it and close it with :meth:`aclose` (or
+    ``async with``)."""
+
+    def __init__(self, cache: ResponseCache | None = None) -> None:
+        self.cache = cache
+        self._openai: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
+        self._limiters: dict[Endpoint, RateLimiter] = {}
+
+    def client(self, role: RoleConfig) -> ChatClient:
+        endpoint = role.endpoint
+        key = (endpoint.base_url, endpoint.api_key_env, role.timeout)
+        openai_client = self._openai.get(key)
+        if openai_client is None:
+            openai_client = self._openai[key] = make_openai_client(endpoint, role.timeout)
+        limiter = self._limiters.get(endpoint)
+        if limiter is None:
+            limiter = self._limiters[endpoint] = RateLimiter(role.rpm, role.concurrency)
+        return ChatClient(role, cache=self.cache, limiter=limiter, openai_client=openai_client)
+
+    async def aclose(self) -> None:
+        clients, self._openai = list(self._openai.values()), {}
+        for openai_client in clients:
+            await openai_client.close()
+
+    async def __aenter__(self) -> ClientPool:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

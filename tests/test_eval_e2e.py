@@ -1,0 +1,138 @@
+"""`cirrus eval` end to end against a local OpenAI-compatible server that
+plays the agent, the judge and the fluency checker by rule; the metrics are
+checked against hand-computed expectations."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from cirrus.cli import app
+from cirrus.ingest.cassettes import build_cassette, write_cassette
+from cirrus.schema import ToolExchange
+from tests.chat_server import ChatServer, Reply, tool_calls
+
+KEY = "sk-cirrus-e2e-secret-0123456789abcdef"
+TOOL_ARGS = {"instance_id": "i-bp***c"}
+
+
+def _task(task_id: str, with_tool: bool) -> dict:
+    checkpoints = [{"index": k, "query": f"customer question {k}", "reply": f"ANSWER-{k}", "tool_calls": [],
+                    "reply_type": "Solution"} for k in (1, 2, 3)]
+    tools = []
+    if with_tool:
+        checkpoints[0]["tool_calls"] = [{"name": "DescribeInstance", "arguments": TOOL_ARGS}]
+        tools = [{"type": "function", "function": {"name": "DescribeInstance", "description": "d", "parameters": {
+            "type": "object", "properties": {"instance_id": {"type": "string"}}, "required": ["instance_id"]}}}]
+    return {"task_id": task_id, "category": "ECS", "knowledge": [], "tools": tools, "history": [],
+            "checkpoints": checkpoints, "cassette": f"tool_mocks/{task_id}.yaml" if with_tool else None,
+            "stats": {"input_tokens": 10, "turns": 6, "checkpoints": 3}}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    tasks = [_task("T-plain", False), _task("T-tool", True)]
+    (tmp_path / "tickets").mkdir()
+    (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    cassette = build_cassette([ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])])
+    write_cassette(tmp_path / "tool_mocks/T-tool.yaml", cassette)
+    return tmp_path
+
+
+def _between(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def agent_reply(mode: str, body: dict) -> Reply:
+    messages = body["messages"]
+    k = sum(1 for m in messages if m["role"] == "user")
+    if body.get("tools") and k == 1 and messages[-1]["role"] == "user":
+        return tool_calls(("DescribeInstance", TOOL_ARGS), completion_tokens=3)
+    text = f"ANSWER-{k}"
+    if mode == "jumper":
+        text = "ANSWER-1 and also ANSWER-2" if k == 1 else "ANSWER-3"
+    elif mode == "failer" and k >= 2:
+        text = "I am not sure."
+    elif mode == "disfluent" and k == 1:
+        text = "ANSWER-1 DISFLUENT"
+    return Reply(content=text, completion_tokens=5)
+
+
+def rule(body: dict) -> Reply | str:
+    model = body["model"]
+    if model == "judge":
+        user = body["messages"][-1]["content"]
+        included = _between(user, "reference_reply") in _between(user, "candidate_reply")
+        return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
+    if model == "fluency":
+        dialogue = body["messages"][-1]["content"]
+        return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in dialogue else "Yes"})
+    return agent_reply(model, body)
+
+
+def _eval(workspace: Path, server: ChatServer, model: str, *extra: str) -> dict:
+    result = CliRunner().invoke(app, [
+        "eval", "--model", model, "--base-url", server.base_url, "--api-key-env", "CIRRUS_E2E_KEY",
+        "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", model, "-w", str(workspace), "-q", *extra,
+    ], env={"CIRRUS_E2E_KEY": KEY})
+    assert result.exit_code == 0, result.output
+    return json.loads((workspace / "reports" / model / "summary.json").read_text())
+
+
+EXPECTED = {  # per task: covered, accepted_turns, tpr, lj, nei, success
+    "perfect": (3, 3, 1.0, 0, 0.0, True),
+    "jumper": (3, 2, 1.0, 1, 0.5, True),
+    "failer": (1, 1, 1 / 3, 0, 1.0, False),
+    "disfluent": (1, 1, 1 / 3, 0, 1.0, False),
+}
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED))
+def test_metrics_match_hand_computed_expectations(workspace, mode):
+    with ChatServer(rule=rule) as server:
+        summary = _eval(workspace, server, mode, "--pass-k", "2")
+    covered, accepted, tpr, lj, nei, success = EXPECTED[mode]
+    tasks = pl.read_parquet(workspace / "reports" / mode / "tasks.parquet")
+    assert tasks.height == 4 and set(tasks["status"]) == {"ok"}
+    for row in tasks.iter_rows(named=True):
+        assert (row["covered"], row["accepted_turns"], row["lj"], row["success"]) == (covered, accepted, lj, success)
+        assert row["tpr"] == pytest.approx(tpr) and row["nei"] == pytest.approx(nei)
+    assert summary["atpr"] == pytest.approx(tpr)
+    assert summary["sr"]["pass@1"] == (1.0 if success else 0.0) == summary["sr"]["pass@2"] == summary["pass^2"]
+    # STL: 5 output tokens per text answer, plus 3 for the tool-calling round of T-tool's first turn
+    tool_row = tasks.filter((pl.col("task_id") == "T-tool") & (pl.col("attempt") == 0)).row(0, named=True)
+    assert tool_row["mtl"] == pytest.approx((8 + 5 * (accepted - 1)) / accepted)
+    checkpoints = pl.read_parquet(workspace / "reports" / mode / "checkpoints.parquet")
+    first_tool_turn = checkpoints.filter((pl.col("task_id") == "T-tool") & (pl.col("checkpoint") == 1)).row(0, named=True)
+    assert (first_tool_turn["tia"], first_tool_turn["tsa"], first_tool_turn["tev"]) == (True, True, True)
+    if mode == "disfluent":
+        assert checkpoints.filter(pl.col("checkpoint") == 1)["fluent"].to_list() == [False] * 4
+
+
+def test_no_api_key_is_written_and_the_run_resumes_from_cache(workspace):
+    with ChatServer(rule=rule) as server:
+        _eval(workspace, server, "perfect")
+        calls_first = len(server.requests)
+        assert calls_first > 0
+        _eval(workspace, server, "perfect")  # everything done: nothing is asked again
+        assert len(server.requests) == calls_first
+    written = b"".join(p.read_bytes() for p in workspace.rglob("*") if p.is_file())
+    assert KEY.encode() not in written
+    run = json.loads((workspace / "reports/perfect/run.json").read_text())
+    assert "prompt_sha256" in json.dumps(run["fingerprint"]) and run["fingerprint"]["dataset"]
+
+
+def test_resume_with_another_model_is_refused(workspace):
+    with ChatServer(rule=rule) as server:
+        _eval(workspace, server, "perfect")
+        result = CliRunner().invoke(app, [
+            "eval", "--model", "jumper", "--base-url", server.base_url, "--api-key-env", "CIRRUS_E2E_KEY",
+            "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", "perfect", "-w", str(workspace), "-q",
+        ], env={"CIRRUS_E2E_KEY": KEY})
+    assert result.exit_code == 2 and "other settings" in result.output

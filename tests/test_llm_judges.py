@@ -1,0 +1,236 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from cirrus.evaluate.types import InfrastructureError, Verdict
+from cirrus.judges import prompts
+from cirrus.judges.llm import LLMCoverageJudge, LLMFluencyChecker, parse_coverage, parse_yes_no, render_history
+from cirrus.llm.cache import ResponseCache
+from cirrus.llm.client import ChatClient, RoleConfig, UnparseableOutput
+from cirrus.llm.providers import Endpoint
+from tests.chat_server import ChatServer
+
+KEY_ENV = "CIRRUS_TEST_JUDGE_KEY"
+KEY = "sk-judge-secret-do-not-store-4242"
+
+HISTORY = [
+    {"role": "user", "content": "turn one: hello"},
+    {"role": "assistant", "content": "turn one answer"},
+    {"role": "user", "content": "turn two: my ECS is down"},
+    {"role": "assistant", "content": None,
+     "tool_calls": [{"id": "c1", "type": "function",
+                     "function": {"name": "DescribeInstanceStatus", "arguments": "{\"instance_id\": \"i-1\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "{\"status\": \"Stopped\"}"},
+    {"role": "assistant", "content": "It is stopped."},
+    {"role": "user", "content": "turn three: why?"},
+    {"role": "assistant", "content": "Because the bill is overdue."},
+    {"role": "user", "content": "turn four: ok I paid"},
+    {"role": "assistant", "content": "Thanks, restarting it now."},
+]
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+
+def role(server: ChatServer, **kw) -> RoleConfig:
+    return RoleConfig(Endpoint("judge-model", server.base_url, KEY_ENV), temperature=0.0,
+                      retry_initial_wait=0.01, max_retries=2, **kw)
+
+
+def with_client(server, fn, cache=None):
+    async def main():
+        async with ChatClient(role(server), cache=cache) as client:
+            return await fn(client)
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ('{"reason": "all steps are there", "verdict": "Included"}', True),
+    ('{"verdict": "Not Included", "reason": "the restart step is not included"}', False),
+    ('```json\n{"reason": "r", "verdict": "not included"}\n```', False),
+    ("Included", True),
+    ("Not Included", False),
+    ("not_included", False),
+    ("**Verdict:** Not Included", False),
+    ("The candidate gives the cause and the steps.\nVerdict: Included", True),
+    ("Not Included. The candidate never asks for the instance ID.", False),
+    ("<think>Maybe Included... no, Not Included.</think>\nIncluded", True),
+    ('Here is my judgment: {"reason": "x", "verdict": "Included"} hope it helps', True),
+    ('{"included": false}', False),
+    ('{"verdict": "Included"', True),  # truncated JSON, still marked
+    ("Included. The reference's restart step is included too.", True),
+])
+def test_parse_coverage(raw, expected):
+    assert parse_coverage(raw) is expected
+
+
+@pytest.mark.parametrize("raw", [
+    "", "I am not sure.", "The answer is included in the reference.", '{"verdict": "Partially"}',
+    "Verdict: Included\nVerdict: Not Included", "Included\nSo overall: not included at all? Not Included",
+    "Included\nThe key step is not included, though.",
+])
+def test_parse_coverage_refuses_unreadable_or_contradicting_answers(raw):
+    with pytest.raises(UnparseableOutput):
+        parse_coverage(raw)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ('{"reason": "fits", "answer": "Yes"}', True),
+    ('{"answer": "No", "reason": "the agent never asked for a screenshot"}', False),
+    ("Yes", True), ("no.", False), ("**No**", False), ("Answer: yes", True),
+    ("The customer reports the result of the steps.\nYes", True),
+    ('{"fluent": true}', True), ('{"answer": "Yes, it follows"}', True),
+])
+def test_parse_yes_no(raw, expected):
+    assert parse_yes_no(raw) is expected
+
+
+@pytest.mark.parametrize("raw", ["maybe", "", "Yes\nNo", '{"answer": "unclear"}'])
+def test_parse_yes_no_refuses_unreadable_answers(raw):
+    with pytest.raises(UnparseableOutput):
+        parse_yes_no(raw)
+
+
+def test_render_history_keeps_the_last_turns():
+    rendered = render_history(HISTORY, turns=3)
+    assert "turn one" not in rendered
+    assert rendered.startswith("Customer: turn two")
+    assert 'Agent (tool call): DescribeInstanceStatus {"instance_id": "i-1"}' in rendered
+    assert 'Tool result: {"status": "Stopped"}' in rendered
+    assert rendered.endswith("Agent: Thanks, restarting it now.")
+    assert render_history([], turns=3) == prompts.EMPTY_HISTORY
+    assert "turn one" in render_history(HISTORY, turns=10)
+
+
+def test_coverage_judge_verdicts():
+    answers = ['{"reason": "cause and fix present", "verdict": "Included"}',
+               '{"reason": "the cause is missing", "verdict": "Not Included"}']
+    with ChatServer(answers) as server:
+        async def two(client):
+            judge = LLMCoverageJudge(client)
+            yes = await judge.covers(HISTORY, "why is it down?", "Your bill is overdue; pay it and restart.",
+                                     "It is down because of the overdue bill. Pay it, then restart.")
+            no = await judge.covers(HISTORY, "why is it down?", "Your bill is overdue; pay it and restart.",
+                                    "Please restart it.")
+            return judge, yes, no
+
+        judge, yes, no = with_client(server, two)
+    assert yes == Verdict(ok=True, raw=answers[0]) and no == Verdict(ok=False, raw=answers[1])
+    assert judge.name == "llm-coverage:judge-model"
+    request = server.requests[0]
+    assert request["model"] == "judge-model" and request["temperature"] == 0.0
+    system, user = request["messages"]
+    assert system == {"role": "system", "content": prompts.COVERAGE_SYSTEM}
+    assert "<reference_reply>\nYour bill is overdue; pay it and restart.\n</reference_reply>" in user["content"]
+    assert "It is down because of the overdue bill." in user["content"]
+    assert "<customer_last_message>\nwhy is it down?\n</customer_last_message>" in user["content"]
+    assert "turn one" not in user["content"] and "turn two" in user["content"]
+
+
+def test_coverage_judge_retries_garbage_then_reads_the_verdict():
+    with ChatServer(["I think it's fine", '{"reason": "r", "verdict": "Included"}']) as server:
+        verdict = with_client(server, lambda c: LLMCoverageJudge(c).covers([], "q", "ref", "cand"))
+    assert verdict.ok and len(server.requests) == 2
+    assert server.requests[1]["messages"][-1] == {"role": "user", "content": prompts.COVERAGE_REPAIR}
+    assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": "I think it's fine"}
+
+
+def test_coverage_judge_garbage_three_times_is_an_infrastructure_error_not_a_fail(tmp_path):
+    cache = ResponseCache(tmp_path)
+    with ChatServer(rule=lambda body: "hmm, hard to say") as server:
+        with pytest.raises(InfrastructureError, match="after 3 attempts"):
+            with_client(server, lambda c: LLMCoverageJudge(c).covers([], "q", "ref", "cand"), cache=cache)
+    assert len(server.requests) == 3 and len(cache) == 0
+
+
+def test_fluency_checker_yes_and_no():
+    with ChatServer(['{"reason": "answers the question", "answer": "Yes"}', "No"]) as server:
+        async def two(client):
+            checker = LLMFluencyChecker(client)
+            return checker, await checker.follows(HISTORY, "great, it works"), await checker.follows(HISTORY, "x")
+
+        checker, yes, no = with_client(server, two)
+    assert yes.ok and not no.ok and no.raw == "No"
+    assert checker.name == "llm-fluency:judge-model"
+    system, user = server.requests[0]["messages"]
+    assert system["content"] == prompts.FLUENCY_SYSTEM
+    assert "<next_customer_message>\ngreat, it works\n</next_customer_message>" in user["content"]
+    assert "Agent: Thanks, restarting it now." in user["content"]
+
+
+def test_fluency_checker_garbage_is_retried_then_infrastructure_error():
+    with ChatServer(["perhaps", "perhaps", "perhaps", "Yes"]) as server:
+        with pytest.raises(InfrastructureError):
+            with_client(server, lambda c: LLMFluencyChecker(c).follows(HISTORY, "next"))
+    assert len(server.requests) == 3
+
+
+def test_judge_calls_are_cached_without_the_key(tmp_path, monkeypatch):
+    cache_dir = tmp_path / "judge-cache"
+    with ChatServer(rule=lambda body: '{"reason": "r", "verdict": "Included", "answer": "Yes"}') as server:
+        async def judge_twice(client):
+            judge = LLMCoverageJudge(client)
+            first = await judge.covers(HISTORY, "q", "ref", "cand")
+            second = await judge.covers(HISTORY, "q", "ref", "cand")
+            return first, second
+
+        first, second = with_client(server, judge_twice, cache=ResponseCache(cache_dir))
+        assert first == second and len(server.requests) == 1
+        # re-scoring later, with another key in the variable: still nothing asked twice
+        monkeypatch.setenv(KEY_ENV, "sk-rotated-key-7777")
+        again = with_client(server, lambda c: LLMCoverageJudge(c).covers(HISTORY, "q", "ref", "cand"),
+                            cache=ResponseCache(cache_dir))
+        assert again.ok and len(server.requests) == 1
+        # a fluency question is another question
+        with_client(server, lambda c: LLMFluencyChecker(c).follows(HISTORY, "q"), cache=ResponseCache(cache_dir))
+        assert len(server.requests) == 2
+    for path in cache_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert KEY.encode() not in data and b"sk-rotated-key-7777" not in data
+
+
+def test_judge_without_cache_flag_always_asks(tmp_path):
+    with ChatServer(rule=lambda body: "Included") as server:
+        async def twice(client):
+            judge = LLMCoverageJudge(client, cache=False)
+            await judge.covers([], "q", "r", "c")
+            await judge.covers([], "q", "r", "c")
+        with_client(server, twice, cache=ResponseCache(tmp_path))
+    assert len(server.requests) == 2
+
+
+def test_concurrent_judge_calls_overlap():
+    def rule(body):
+        candidate = body["messages"][1]["content"].split("<candidate_reply>\n", 1)[1]
+        verdict = "Included" if candidate.startswith("good") else "Not Included"
+        return json.dumps({"reason": "rule", "verdict": verdict})
+
+    with ChatServer(rule=rule, delay=0.2) as server:
+        async def many(client):
+            judge = LLMCoverageJudge(client)
+            started = time.perf_counter()
+            verdicts = await asyncio.gather(*(
+                judge.covers([], f"q{i}", "ref", ("good" if i % 2 == 0 else "bad") + f" reply {i}")
+                for i in range(20)
+            ))
+            return verdicts, time.perf_counter() - started
+
+        verdicts, elapsed = with_client(server, many)
+    assert [v.ok for v in verdicts] == [i % 2 == 0 for i in range(20)]
+    assert len(server.requests) == 20
+    assert elapsed < 1.5, f"20 calls of 0.2 s took {elapsed:.2f} s"  # serial would be 4 s
+
+
+def test_fingerprints_hold_prompt_and_parameters():
+    client = ChatClient(RoleConfig(Endpoint("j", "http://127.0.0.1:9/v1", None), temperature=0.0))
+    coverage = LLMCoverageJudge(client).fingerprint()
+    assert coverage["model"] == "j" and coverage["params"]["temperature"] == 0.0 and coverage["prompt_sha256"]
+    assert coverage != LLMCoverageJudge(client, system_prompt="other").fingerprint()
+    assert coverage["prompt_sha256"] != LLMFluencyChecker(client).fingerprint()["prompt_sha256"]
