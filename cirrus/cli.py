@@ -132,6 +132,7 @@ def eval_(
     run_id: Annotated[Optional[str], typer.Option(help="Name of reports/<run_id>/; the same id resumes a run.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks of tickets/tasks.jsonl.")] = None,
     workspace: WorkspaceOpt = Path("."),
+    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Walk every task checkpoint by checkpoint against a model and score it."""
@@ -147,12 +148,29 @@ def eval_(
     run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{time.strftime('%Y%m%d-%H%M%S')}")
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", run_id) or run_id.startswith("."):
         _fail(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
-    agent_params = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens,
-                                      "reasoning_effort": reasoning_effort, "extra_body": extra_body}.items()
-                    if v is not None}
-    agent = RoleOptions(model, base_url, api_key_env, agent_params)
-    judge = RoleOptions(judge_model, judge_base_url, judge_api_key_env) if judge_model else None
-    fluency = RoleOptions(fluency_model, fluency_base_url, fluency_api_key_env) if fluency_model else None
+    from cirrus.settings import SettingsError, load_settings
+
+    try:
+        settings_file = load_settings(workspace, config)
+    except SettingsError as exc:
+        _fail(str(exc))
+        return
+    cli_params = {k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens,
+                                    "reasoning_effort": reasoning_effort, "extra_body": extra_body}.items()
+                  if v is not None}
+
+    def role(name: str, model_: str | None, base_url_: str | None, key_env: str | None, params: dict) -> RoleOptions | None:
+        configured = settings_file.role(name)  # type: ignore[arg-type]
+        chosen = model_ or configured.model
+        if chosen is None:
+            return None
+        return RoleOptions(chosen, base_url_ or configured.base_url, key_env or configured.api_key_env,
+                           {**configured.params(), **params})
+
+    agent = role("agent", model, base_url, api_key_env, cli_params)
+    assert agent is not None
+    judge = role("judge", judge_model, judge_base_url, judge_api_key_env, {})
+    fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
 
     async def main() -> dict:
         roles = build_roles(agent, judge, fluency, tasks, workspace)

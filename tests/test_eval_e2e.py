@@ -136,3 +136,23 @@ def test_resume_with_another_model_is_refused(workspace):
             "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", "perfect", "-w", str(workspace), "-q",
         ], env={"CIRRUS_E2E_KEY": KEY})
     assert result.exit_code == 2 and "other settings" in result.output
+
+
+def test_cirrus_toml_adds_a_provider_and_role_parameters(workspace, monkeypatch):
+    from cirrus.llm import providers
+
+    monkeypatch.setattr(providers, "_extra_providers", [])
+    with ChatServer(rule=rule) as server:
+        (workspace / "cirrus.toml").write_text(
+            f'[[providers]]\nname = "test"\nbase_url = "{server.base_url}"\napi_key_env = "CIRRUS_E2E_KEY"\n'
+            'prefixes = ["perf", "judge", "fluency"]\n\n[roles.agent]\ntemperature = 0.7\nextra_body = { top_k = 5 }\n\n'
+            '[roles.judge]\nmodel = "judge"\n\n[roles.fluency]\nmodel = "fluency"\n')
+        result = CliRunner().invoke(app, ["eval", "--model", "perfect", "-w", str(workspace), "-q", "--run-id", "t"],
+                                    env={"CIRRUS_E2E_KEY": KEY})
+        assert result.exit_code == 0, result.output
+        agent_calls = [r for r in server.requests if r["model"] == "perfect"]
+    assert agent_calls and all(r["temperature"] == 0.7 and r["top_k"] == 5 for r in agent_calls)
+    assert json.loads((workspace / "reports/t/summary.json").read_text())["atpr"] == 1.0
+    (workspace / "cirrus.toml").write_text("[[providers]]\nname = 1\n")
+    result = CliRunner().invoke(app, ["eval", "--model", "perfect", "-w", str(workspace), "-q"])
+    assert result.exit_code == 2 and "cirrus.toml" in result.output

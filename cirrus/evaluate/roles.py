@@ -67,7 +67,8 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     judge = RoleOptions(judge.model, judge.base_url or agent.base_url, judge.api_key_env or agent.api_key_env,
                         {"temperature": 0.0, **judge.params})
     fluency = RoleOptions(fluency.model, fluency.base_url or judge.base_url, fluency.api_key_env or judge.api_key_env,
-                          {"temperature": 0.0, **fluency.params})
+                          {"temperature": 0.0, **{k: v for k, v in judge.params.items() if k != "temperature"},
+                           **fluency.params})
 
     pool = None
 

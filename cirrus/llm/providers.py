@@ -15,11 +15,25 @@ class Provider:
     prefixes: tuple[str, ...]
 
 
-PROVIDERS: tuple[Provider, ...] = (
+BUILTIN_PROVIDERS: tuple[Provider, ...] = (
     Provider("dashscope", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", ("qwen", "qwq")),
     Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", ("gpt-", "o1", "o3", "o4", "chatgpt")),
     Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", ("deepseek",)),
+    # local servers: "ollama/llama3.1:8b", "vllm/Qwen/Qwen3-8B" (the prefix is not sent)
+    Provider("ollama", "http://127.0.0.1:11434/v1", "", ("ollama/",)),
+    Provider("vllm", "http://127.0.0.1:8000/v1", "", ("vllm/",)),
 )
+# providers from cirrus.toml come first, so a project can override the built-ins
+_extra_providers: list[Provider] = []
+
+
+def register_providers(providers: list[Provider]) -> None:
+    """Add providers (from ``cirrus.toml``) in front of the built-in ones."""
+    _extra_providers[:0] = providers
+
+
+def providers() -> tuple[Provider, ...]:
+    return (*_extra_providers, *BUILTIN_PROVIDERS)
 
 
 class EndpointError(RuntimeError):
@@ -52,8 +66,13 @@ def resolve_endpoint(model: str, base_url: str | None = None, api_key_env: str |
     if base_url:
         return Endpoint(model, base_url.rstrip("/"), api_key_env)
     lowered = model.lower()
-    for provider in PROVIDERS:
-        if lowered.startswith(provider.prefixes):
-            return Endpoint(model, provider.base_url, api_key_env or provider.api_key_env)
-    known = ", ".join(f"{p.name} ({'/'.join(p.prefixes)}*)" for p in PROVIDERS)
-    raise EndpointError(f"don't know where model {model!r} is served: pass --base-url (known providers: {known})")
+    for provider in providers():
+        prefix = next((p for p in provider.prefixes if lowered.startswith(p.lower())), None)
+        if prefix is not None:
+            served = model[len(prefix):] if prefix.endswith("/") else model
+            return Endpoint(served, provider.base_url, api_key_env or provider.api_key_env or None)
+    known = ", ".join(f"{p.name} ({'/'.join(p.prefixes)}*)" for p in providers())
+    raise EndpointError(
+        f"don't know where model {model!r} is served: pass --base-url, or add a provider to cirrus.toml "
+        f"(known providers: {known})"
+    )

@@ -1,0 +1,93 @@
+"""Project settings from ``cirrus.toml``: extra model providers and default
+parameters per role.  Command-line options win over the file.
+
+```toml
+[[providers]]
+name = "inhouse"
+base_url = "https://llm.example.internal/v1"
+api_key_env = "INHOUSE_LLM_KEY"
+prefixes = ["inhouse-"]
+
+[roles.agent]
+temperature = 0.3
+max_tokens = 2048
+extra_body = { enable_thinking = false }
+
+[roles.judge]
+rpm = 600
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cirrus.llm.providers import Provider, register_providers
+
+SETTINGS_FILE = "cirrus.toml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderSettings(_Strict):
+    name: str
+    base_url: str
+    api_key_env: str = ""
+    prefixes: list[str] = Field(min_length=1)
+
+
+class RoleSettings(_Strict):
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    extra_body: dict[str, Any] | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    rpm: float | None = None
+    concurrency: int | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The RoleConfig keywords this file sets."""
+        return self.model_dump(exclude_none=True, exclude={"model", "base_url", "api_key_env"})
+
+
+class Settings(_Strict):
+    providers: list[ProviderSettings] = Field(default_factory=list)
+    roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
+
+    def role(self, name: Literal["agent", "judge", "fluency"]) -> RoleSettings:
+        return self.roles.get(name, RoleSettings())
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
+    """``explicit``, else ``<workspace>/cirrus.toml``, else the current
+    directory's; no file means built-in defaults.  Providers are registered."""
+    candidates = [explicit] if explicit else [workspace / SETTINGS_FILE, Path.cwd() / SETTINGS_FILE]
+    path = next((p for p in candidates if p is not None and p.is_file()), None)
+    if explicit is not None and path is None:
+        raise SettingsError(f"settings file {explicit} does not exist")
+    if path is None:
+        return Settings()
+    try:
+        settings = Settings.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SettingsError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+    register_providers([Provider(p.name, p.base_url.rstrip("/"), p.api_key_env, tuple(p.prefixes))
+                        for p in settings.providers])
+    return settings
