@@ -18,7 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # error lines stay whole, greppable
 out = Console()
 
 WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")]

@@ -43,21 +43,6 @@ _CUE = re.compile(
 )
 # "my name is vitoria": the same cues before an uncapitalised word
 _CUE_LOWER = re.compile(rf"\b(?:{_CUE_WORDS})\s+(?P<name>[a-zß-öø-ÿā-ž]{{3,}})(?![\w@-])")
-# "founders: Kónya, Becker and Vasquez": capitalised words listed together
-_COORDINATED = re.compile(rf"(?<![\w@.-]){_NAME_TOKEN}(?:,\s{_NAME_TOKEN})*,?\s(?:and|or|&)\s{_NAME_TOKEN}(?![\w@-])")
-# Chinese names after a cue: 我是张伟, 联系人：王芳
-_CJK_NAME = re.compile(r"(?:我是|我叫|本人|姓名[:：]?\s*|联系人[:：]?\s*|名字是|先生|女士)(?P<name>[\u4e00-\u9fff]{2,3})")
-# ... or standing alone in English text: "Zhang Wei (张伟)": a common surname
-# and one or two characters, not part of a longer run of Chinese text
-_CJK_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
-_CJK_STANDALONE = re.compile(rf"(?<![\u4e00-\u9fff])[{_CJK_SURNAMES}][\u4e00-\u9fff]{{1,2}}(?![\u4e00-\u9fff])")
-_LOWER_PAIR = re.compile(r"(?<![\w@.-])([a-zß-öø-ÿ]{3,})\s(?:[a-z]\.?\s)?([a-zß-öø-ÿ\x27-]{2,})(?![\w@-])")
-# "my name is Rubija", "Dear Ms Kónya", "Thanks, Laura": a cue, then a name
-_CUE = re.compile(
-    rf"(?:\b(?:[Mm]y name is|[Nn]ame is|[Nn]ame:|[Tt]his is|I am|I\x27m|[Cc]all me|[Dd]ear|[Tt]hanks,|[Tt]hank you,|"
-    rf"[Hh]i,?|[Hh]ello,?|[Cc]ontact|[Ff]ollow up with|[Ss]peak (?:to|with)|[Aa]sk for|[Cc]alls me)"
-    rf"|\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?)\s+(?P<name>{_NAME_TOKEN}(?:\s(?:{_INITIAL}\s)?{_NAME_TOKEN}){{0,2}})"
-)
 
 
 @functools.cache
