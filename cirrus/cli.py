@@ -237,5 +237,19 @@ def pii_eval(
     out.print(table)
 
 
+def _register_report_commands() -> None:
+    from cirrus.evaluate.rescore import rescore
+    from cirrus.judges.calibration import judge_eval
+    from cirrus.report.command import report
+    from cirrus.report.show import show
+
+    app.command("report")(report)
+    app.command("show")(show)
+    app.command("rescore")(rescore)
+    app.command("judge-eval")(judge_eval)
+
+
+_register_report_commands()
+
 if __name__ == "__main__":
     app()

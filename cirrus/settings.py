@@ -63,6 +63,8 @@ class RoleSettings(_Strict):
 class Settings(_Strict):
     providers: list[ProviderSettings] = Field(default_factory=list)
     roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
+    # read and checked by `cirrus report` (cirrus.report.loading.load_prices)
+    prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def role(self, name: Literal["agent", "judge", "fluency"]) -> RoleSettings:
         return self.roles.get(name, RoleSettings())

@@ -18,6 +18,7 @@ from cirrus import __version__
 from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker, InfrastructureError
 from cirrus.evaluate.walk import WalkResult, walk
+from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
 
@@ -72,7 +73,7 @@ class EvalSettings:
     details_extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
+def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
     base = {"task_id": task["task_id"], "attempt": attempt, "category": task.get("category"),
             "checkpoints": len(task["checkpoints"])}
     if result is None:
@@ -84,7 +85,7 @@ def _row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: s
         "checkpoint": t.checkpoint, "reply_type": t.reply_type, "accepted": t.decision.accepted,
         "covered_through": t.covered_through, "tia": t.decision.tia, "tsa": t.decision.tsa, "tev": t.decision.tev,
         "rr": t.decision.rr, "stl": t.turn.output_tokens, "fluent": t.fluent, "tool_calls": len(t.turn.tool_calls),
-        "wall_s": round(t.turn.wall_s, 4),
+        "wall_s": round(t.turn.wall_s, 4), "input_tokens": t.turn.input_tokens, "model_calls": t.turn.model_calls,
     } for t in result.turns]
     return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
             "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
@@ -92,7 +93,7 @@ def _row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: s
             "output_tokens": result.output_tokens, "wall_s": round(result.wall_s, 4), "turns": turns}
 
 
-def _transcript(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
+def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
     turns = []
     for judged in result.turns if result else []:
         checkpoint = task["checkpoints"][judged.checkpoint - 1]
@@ -132,18 +133,25 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
                dynamic_ncols=True)
     tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
 
+    stopping = asyncio.Event()
+
     async def one(task: dict[str, Any], attempt: int) -> None:
         async with semaphore:
+            if stopping.is_set():
+                return
             result, error = None, None
             try:
                 with ToolReplayer.for_task(settings.workspace, task) as replayer:
                     result = await walk(task, agent, judge, fluency, replayer, attempt)
+            except EndpointError:
+                stopping.set()  # a missing or refused key: every attempt would fail the same way
+                raise
             except InfrastructureError as exc:
                 error = f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
                 error = f"{type(exc).__name__}: {exc}"
-            row = _row(task, attempt, result, error)
-            store.append(row, _transcript(task, attempt, result, error))
+            row = attempt_row(task, attempt, result, error)
+            store.append(row, attempt_transcript(task, attempt, result, error))
             if result is None:
                 tally["errors"] += 1
             else:
@@ -153,8 +161,14 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
             bar.set_postfix(errors=tally["errors"], atpr=f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}", refresh=False)
 
     started = time.perf_counter()
-    await asyncio.gather(*(one(t, a) for t, a in todo))
-    bar.close()
+    try:
+        async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
+            for task, attempt in todo:
+                group.create_task(one(task, attempt))
+    except* EndpointError as failures:
+        raise failures.exceptions[0] from None
+    finally:
+        bar.close()
     keys = {(t["task_id"], a) for t in tasks for a in range(attempts)}
     rows = [row for key, row in store.committed().items() if key in keys]
     summary = summarize(rows, agent.name, settings.pass_k, {

@@ -1,0 +1,589 @@
+"""Re-judge a finished run without calling the agent again:
+``cirrus rescore RUN_ID --judge-model M`` (tau2-bench's ``evaluate-trajs``).
+
+The source run's ``transcripts.jsonl`` holds every agent turn that was judged
+(its messages, final text and tool calls with the cassette's answers and
+``recorded`` flags); ``attempts.jsonl`` holds each turn's STL.  Each
+(task, attempt) is walked again with :func:`cirrus.evaluate.walk.walk`, the
+contract's algorithm unchanged, with
+
+* a :class:`ReplayAgent` that answers a turn with the saved turn whose input
+  was exactly the same (the same history before the query and the same
+  query): the agent's reply depends on nothing else, so the saved reply is a
+  legitimate answer to that input.  Tool calls are not replayed again: their
+  saved results and ``recorded`` flags are reused.  STL and per-turn wall
+  time are the saved ones, so MTL is the agent's real MTL;
+* the new coverage judge;
+* a :class:`FluencyGate` in front of the fluency check (see below).
+
+Where the walk can go
+    A new judge may accept fewer or more, or other, checkpoints than the old
+    one.  When it accepts less, the walk simply stops earlier: exact.  When
+    it accepts more (a turn the old walk rejected, or a turn covering further
+    or fewer later checkpoints than before), the walk reaches a conversation
+    state the agent was never asked about, and the saved transcript has no
+    answer for it.  The agent is never called, so the walk *cannot continue*:
+    it stops right there, before the agent would be asked, and the attempt is
+    marked ``truncated``.  Its covered checkpoints are then a lower bound of
+    what the new judge would give with a live agent.  The gate is the fluency
+    check because the walk asks it exactly at that point (after an accepted
+    turn, before the next query), so no phantom agent turn is ever judged.
+
+Fluency
+    Without ``--fluency-model`` the saved fluency verdicts are reused: the old
+    walk asked exactly the same question whenever the saved transcript goes
+    on (and its answer was Yes), or when the old walk stopped on a fluency No
+    (reused: the walk stops, not truncated).  A state the old walk never
+    asked about is a truncation.  With ``--fluency-model`` (or ``local``)
+    every fluency question is asked again: a No stops the walk (exact), a Yes
+    where the transcript ends is a truncation.
+
+Outputs
+    A new run ``reports/<new_run_id>/`` with the contract's outputs (written
+    by :class:`~cirrus.evaluate.store.RunStore`, so ``cirrus show`` and any
+    reader of runs work on it) plus:
+
+    * ``truncated`` in each ``attempts.jsonl`` row and transcript, and as a
+      column of ``tasks.parquet`` (null for error rows);
+    * ``rescore.parquet``: one row per (task, attempt) comparing the source
+      run and the rescore (covered, success, status, truncated, turns);
+    * ``summary.json``'s ``rescore`` object: the source run, its judge and
+      scores, the number of truncated and changed attempts, and the agreement
+      of the two judges on the (turn, checkpoint) pairs both judged.
+
+    Per turn, ``fluent`` and the verdict list say what was really decided: at
+    a truncation the walk's stop is recorded as a ``truncated`` verdict, not
+    as a fluency No.  ``wall_s`` of an attempt is the rescore's own time
+    (judging); per turn it is the agent's saved time.  ``input_tokens`` of an
+    attempt is the source's when every saved turn was replayed, else the sum
+    of the per-turn counts when the source rows hold them, else null.
+
+    An attempt that failed in the source run stays an error row; a judge
+    failure during the rescore is an error row too, and is tried again when
+    the same command is run again (the same ``--run-id`` resumes, like
+    ``cirrus eval``; other judge settings under that id are refused).
+
+The tasks must be the ones the source run was made on: the dataset hash of
+the first ``tasks`` tasks of ``tickets/tasks.jsonl`` is checked against the
+source run's fingerprint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+# the evaluation machinery is imported where it is used, so that importing
+# this module (``cirrus --help``) stays fast
+if TYPE_CHECKING:
+    import polars as pl
+
+    from cirrus.evaluate.types import AgentTurn, CoverageJudge, FluencyChecker, TurnRequest, Verdict
+    from cirrus.evaluate.walk import WalkResult
+    from cirrus.replay import ToolReplayer
+
+console = Console(stderr=True, soft_wrap=True)
+out = Console()
+
+RESCORE_FILE = "rescore.parquet"
+RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
+    "task_id": "Utf8", "attempt": "Int64", "checkpoints": "Int64", "source_status": "Utf8", "status": "Utf8",
+    "source_covered": "Int64", "covered": "Int64", "source_success": "Boolean", "success": "Boolean",
+    "truncated": "Boolean", "turns_saved": "Int64", "turns_replayed": "Int64", "changed": "Boolean",
+}
+_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+class RescoreError(ValueError):
+    """The source run cannot be rescored (missing, unfinished, other tasks)."""
+
+
+class ReplayMismatch(RuntimeError):
+    """The walk asked the replay agent for a turn the transcript does not hold
+    (the gate should have stopped it first: a bug or an edited transcript)."""
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+
+
+# ---------------------------------------------------------------------------
+# the saved attempts
+
+
+@dataclass(slots=True)
+class SavedTurn:
+    """One judged agent turn of the source run, with the input it answered."""
+
+    history: list[dict[str, Any]]  # what the agent saw before the query
+    query: str
+    data: dict[str, Any]  # the transcript's turn
+    stats: dict[str, Any]  # the attempts row's turn (stl, wall_s, ...)
+
+    @property
+    def after(self) -> list[dict[str, Any]]:
+        """The history once this turn is in it (the walk's ``history`` after an accepted turn)."""
+        return self.history + [{"role": "user", "content": self.query}] + list(self.data.get("agent_messages") or [])
+
+    def fluency_verdict(self) -> dict[str, Any] | None:
+        return next((v for v in self.data.get("verdicts") or [] if v.get("kind") == "fluency"), None)
+
+    def agent_turn(self) -> AgentTurn:
+        from cirrus.evaluate.types import AgentTurn, ToolCallMade
+
+        calls = [ToolCallMade(c.get("name", ""), c.get("arguments"), c.get("result"), bool(c.get("recorded")),
+                              c.get("error")) for c in self.data.get("tool_calls") or []]
+        return AgentTurn(
+            text=self.data.get("agent_text") or "",
+            tool_calls=calls,
+            messages=[dict(m) for m in self.data.get("agent_messages") or []],
+            output_tokens=int(self.stats.get("stl") or 0),
+            input_tokens=int(self.stats.get("input_tokens") or 0),
+            model_calls=int(self.stats.get("model_calls") or 0),
+            wall_s=float(self.stats.get("wall_s") or 0.0),
+        )
+
+
+@dataclass(slots=True)
+class SavedAttempt:
+    task: dict[str, Any]
+    attempt: int
+    row: dict[str, Any] | None  # the source's committed attempts row
+    transcript: dict[str, Any] | None
+    turns: list[SavedTurn] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.row["status"] if self.row else "missing"
+
+    @classmethod
+    def build(cls, task: dict[str, Any], attempt: int, row: dict[str, Any] | None,
+              transcript: dict[str, Any] | None) -> SavedAttempt:
+        saved = cls(task, attempt, row, transcript)
+        if not row or row.get("status") != "ok" or not transcript:
+            return saved
+        stats = row.get("turns") or []
+        history = list(task.get("history") or [])
+        for index, data in enumerate(transcript.get("turns") or []):
+            turn = SavedTurn(history, data.get("query", ""), data, stats[index] if index < len(stats) else {})
+            saved.turns.append(turn)
+            history = turn.after
+        return saved
+
+    def find(self, history: list[dict[str, Any]], query: str) -> SavedTurn | None:
+        """The saved turn that answered exactly this input."""
+        return next((t for t in self.turns if t.query == query and t.history == history), None)
+
+    def finished_at(self, history: list[dict[str, Any]]) -> SavedTurn | None:
+        """The saved turn after which the dialogue is ``history``."""
+        return next((t for t in self.turns if t.after == history), None)
+
+
+# ---------------------------------------------------------------------------
+# the replay agent and the fluency gate
+
+
+class ReplayAgent:
+    """An :class:`~cirrus.evaluate.types.Agent` that answers from one saved
+    attempt and never calls a model."""
+
+    def __init__(self, saved: SavedAttempt, name: str, offline: bool) -> None:
+        self.saved = saved
+        self.name = name
+        self.offline = offline
+        self.served = 0
+
+    async def respond(self, request: TurnRequest, replayer: ToolReplayer) -> AgentTurn:
+        turn = self.saved.find(request.history, request.query)
+        if turn is None:
+            raise ReplayMismatch(f"task {self.saved.task['task_id']} attempt {self.saved.attempt}: the saved "
+                                 "transcript holds no agent turn for this conversation state")
+        self.served += 1
+        return turn.agent_turn()
+
+
+TRUNCATED = "truncated"
+
+
+class FluencyGate:
+    """The fluency check of one rescored attempt: stops the walk where the
+    saved transcript ends (see the module notes)."""
+
+    def __init__(self, saved: SavedAttempt, checker: FluencyChecker | None, source_run: str) -> None:
+        self.saved = saved
+        self.checker = checker
+        self.source_run = source_run
+        self.name = checker.name if checker else "reused"
+        self.truncated: dict[str, Any] | None = None  # what happened at the truncation
+
+    def _query_of(self, checkpoint: Any) -> str | None:
+        checkpoints = self.saved.task["checkpoints"]
+        return checkpoints[checkpoint - 1]["query"] if isinstance(checkpoint, int) and 0 < checkpoint <= len(
+            checkpoints) else None
+
+    async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
+        from cirrus.evaluate.types import Verdict
+
+        has_next = self.saved.find(history, next_query) is not None
+        if self.checker is not None:
+            verdict = await self.checker.follows(history, next_query)
+            if not verdict.ok or has_next:
+                return verdict
+            self.truncated = {"fluent": True, "raw": verdict.raw}
+        else:
+            before = self.saved.finished_at(history)
+            old = before.fluency_verdict() if before else None
+            if old is not None and self._query_of(old.get("checkpoint")) == next_query and (
+                    has_next or not old.get("ok")):  # a saved Yes comes with the saved turn that followed it
+                return Verdict(bool(old.get("ok")), f"reused from run {self.source_run}: {old.get('raw')}")
+            self.truncated = {"fluent": None, "raw": None}
+        return Verdict(False, TRUNCATED)
+
+
+def _note_truncation(result: WalkResult, gate: FluencyGate) -> None:
+    """Record the truncation as what it is, not as a fluency No."""
+    if gate.truncated is None or not result.turns:
+        return
+    last = result.turns[-1]
+    last.fluent = gate.truncated["fluent"]
+    for index, record in enumerate(last.verdicts):
+        if record["kind"] == "fluency" and record["raw"] == TRUNCATED:
+            checkpoint = record["checkpoint"]
+            replacement = [{"kind": TRUNCATED, "checkpoint": checkpoint, "ok": None,
+                            "raw": f"the saved transcript has no agent turn for checkpoint {checkpoint} after this "
+                                   "history: the walk cannot continue without calling the agent"}]
+            if gate.truncated["fluent"] is not None:
+                replacement.insert(0, {"kind": "fluency", "checkpoint": checkpoint, "ok": True,
+                                       "raw": gate.truncated["raw"]})
+            last.verdicts[index:index + 1] = replacement
+            break
+
+
+# ---------------------------------------------------------------------------
+# the rescore
+
+
+@dataclass
+class RescoreSettings:
+    workspace: Path
+    source_run: str
+    run_id: str
+    concurrency: int = 8
+    progress: bool = True
+    fingerprint_extra: dict[str, Any] = field(default_factory=dict)
+    details_extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SourceRun:
+    run_id: str
+    directory: Path
+    run: dict[str, Any]
+    summary: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    attempts: int
+    saved: dict[tuple[str, int], SavedAttempt]
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return self.run["fingerprint"]
+
+
+def load_source(workspace: Path, run_id: str) -> SourceRun:
+    from cirrus.evaluate.runner import dataset_hash, load_tasks
+    from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
+
+    directory = workspace / "reports" / run_id
+    run_file = directory / RUN_FILE
+    if not run_file.is_file():
+        raise RescoreError(f"no run {run_id!r} in {workspace / 'reports'}")
+    if not (directory / "summary.json").is_file():
+        raise RescoreError(f"run {run_id} is not finished (no summary.json): resume it with `cirrus eval` first")
+    run = json.loads(run_file.read_text(encoding="utf-8"))
+    summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
+    fingerprint = run.get("fingerprint") or {}
+    if "tasks" not in run or "attempts" not in fingerprint or "dataset" not in fingerprint:
+        raise RescoreError(f"{run_file} does not say which tasks and attempts the run was made of")
+    tasks = load_tasks(workspace, run["tasks"])
+    if len(tasks) != run["tasks"] or dataset_hash(tasks) != fingerprint["dataset"]:
+        raise RescoreError(f"{workspace / 'tickets/tasks.jsonl'} is not the task set run {run_id} was made on "
+                           "(its dataset hash differs): rescore in the workspace the run was made in")
+    rows = {(r["task_id"], r["attempt"]): r for r in _read_jsonl(directory / ATTEMPTS_FILE)}
+    transcripts = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(directory / TRANSCRIPTS_FILE)}
+    attempts = int(fingerprint["attempts"])
+    saved = {(t["task_id"], a): SavedAttempt.build(t, a, rows.get((t["task_id"], a)),
+                                                   transcripts.get((t["task_id"], a)))
+             for t in tasks for a in range(attempts)}
+    return SourceRun(run_id, directory, run, summary, tasks, attempts, saved)
+
+
+def _input_tokens(saved: SavedAttempt, replayed: int) -> int | None:
+    if saved.row is None:
+        return None
+    if replayed == len(saved.turns):
+        return saved.row.get("input_tokens")
+    stats = [t.stats for t in saved.turns[:replayed]]
+    if all("input_tokens" in s for s in stats):
+        return sum(int(s["input_tokens"] or 0) for s in stats)
+    return None
+
+
+def _verdict_pairs(turns: list[dict[str, Any]]) -> dict[tuple[int, int], bool]:
+    """(turn index, checkpoint) -> accepted, for the coverage verdicts a judge gave."""
+    return {(i, v["checkpoint"]): bool(v["ok"]) for i, turn in enumerate(turns) for v in turn.get("verdicts") or []
+            if v.get("kind") == "coverage" and v.get("raw") is not None}
+
+
+def _sha(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: FluencyChecker | None,
+                      source: SourceRun | None = None) -> dict[str, Any]:
+    """Rescore ``settings.source_run`` into ``settings.run_id``; returns the
+    new summary.  ``fluency=None`` reuses the saved fluency verdicts."""
+    import polars as pl
+    from tqdm import tqdm
+
+    from cirrus import __version__
+    from cirrus.evaluate.runner import attempt_row, attempt_transcript, summarize
+    from cirrus.evaluate.store import TRANSCRIPTS_FILE, RunStore
+    from cirrus.evaluate.types import InfrastructureError
+    from cirrus.evaluate.walk import walk
+    from cirrus.replay import ToolReplayer
+
+    if settings.run_id == settings.source_run:
+        raise RescoreError("the rescored run needs its own --run-id (it would overwrite the source run)")
+    source = source or load_source(settings.workspace, settings.source_run)
+    source_fp = source.fingerprint
+    offline_source = set(source.summary.get("offline_heuristics") or [])
+    agent_name = source_fp.get("agent") or source.summary.get("model", "?")
+    fluency_name = fluency.name if fluency else f"reused:{source_fp.get('fluency', '?')}"
+    store = RunStore(settings.workspace / "reports" / settings.run_id)
+    fingerprint = {
+        "agent": agent_name, "judge": judge.name, "fluency": fluency_name, "attempts": source.attempts,
+        "dataset": source_fp["dataset"], "cirrus": __version__, "agent_role": source_fp.get("agent_role"),
+        "rescore_of": {"run_id": source.run_id, "fingerprint": _sha(source_fp)}, **settings.fingerprint_extra,
+    }
+    if fluency is None:
+        fingerprint["fluency_role"] = {"reused": source_fp.get("fluency_role", source_fp.get("fluency"))}
+    store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
+        timespec="seconds"), "tasks": len(source.tasks), "rescore_of": source.run_id, **settings.details_extra})
+    done = {key for key, row in store.committed().items() if row["status"] == "ok"}
+    todo = [saved for key, saved in source.saved.items() if key not in done]
+    semaphore = asyncio.Semaphore(max(1, settings.concurrency))
+    bar = tqdm(total=len(todo), desc=f"rescore {settings.run_id}", unit="attempt", disable=not settings.progress,
+               dynamic_ncols=True)
+
+    async def one(saved: SavedAttempt) -> None:
+        async with semaphore:
+            task, attempt = saved.task, saved.attempt
+            result, error, truncated = None, None, None
+            agent = ReplayAgent(saved, agent_name, "agent" in offline_source)
+            if saved.status != "ok":
+                reason = (saved.row or {}).get("error") or "no committed attempt"
+                error = f"the source run's attempt failed: {reason}"
+            else:
+                gate = FluencyGate(saved, fluency, source.run_id)
+                try:
+                    result = await walk(task, agent, judge, gate, ToolReplayer(None), attempt)
+                    _note_truncation(result, gate)
+                    truncated = gate.truncated is not None
+                except InfrastructureError as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
+                    error = f"{type(exc).__name__}: {exc}"
+            row = attempt_row(task, attempt, result, error)
+            transcript = attempt_transcript(task, attempt, result, error)
+            row["truncated"] = transcript["truncated"] = truncated
+            transcript["source_run"] = source.run_id
+            if result is not None:
+                row["input_tokens"] = _input_tokens(saved, agent.served)
+            store.append(row, transcript)
+            bar.update(1)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(saved) for saved in todo))
+    bar.close()
+    committed = store.committed()
+    rows = [committed[key] for key in source.saved if key in committed]
+    transcripts = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(store.directory / TRANSCRIPTS_FILE)}
+    comparison, compared, agreed = [], 0, 0
+    for row in rows:
+        saved = source.saved[(row["task_id"], row["attempt"])]
+        old, new = saved.row or {}, row
+        new_turns = (transcripts.get((row["task_id"], row["attempt"])) or {}).get("turns") or []
+        old_pairs = _verdict_pairs((saved.transcript or {}).get("turns") or [])
+        for key, accepted in _verdict_pairs(new_turns).items():
+            if key in old_pairs:
+                compared += 1
+                agreed += old_pairs[key] == accepted
+        comparison.append({
+            "task_id": row["task_id"], "attempt": row["attempt"], "checkpoints": row["checkpoints"],
+            "source_status": old.get("status", "missing"), "status": new["status"],
+            "source_covered": old.get("covered"), "covered": new["covered"], "source_success": old.get("success"),
+            "success": new["success"], "truncated": new.get("truncated"), "turns_saved": len(saved.turns),
+            "turns_replayed": len(new_turns) if new["status"] == "ok" else None,
+            "changed": (new["covered"] != old.get("covered")) if new["status"] == old.get("status") == "ok" else None,
+        })
+    ok = [c for c in comparison if c["status"] == "ok"]
+    rescore_info = {
+        "source_run": source.run_id, "source_judge": source_fp.get("judge"),
+        "source_fluency": source_fp.get("fluency"), "fluency": "rechecked" if fluency else "reused",
+        "truncated": sum(1 for c in ok if c["truncated"]),
+        "changed": sum(1 for c in ok if c["changed"]),
+        "source_atpr": source.summary.get("atpr"), "source_sr": source.summary.get("sr"),
+        "verdicts_compared": compared, "verdict_agreement": agreed / compared if compared else None,
+    }
+    offline = [role for role, is_offline in (
+        ("agent", "agent" in offline_source), ("judge", getattr(judge, "offline", False)),
+        ("fluency", getattr(fluency, "offline", False) if fluency else "fluency" in offline_source)) if is_offline]
+    summary = summarize(rows, source.summary.get("model", agent_name), int(source.summary.get("k", 1)), {
+        "judge": judge.name, "fluency": fluency_name, "run_id": settings.run_id, "offline_heuristics": offline,
+        "wall_s_this_session": round(time.perf_counter() - started, 2), "rescore": rescore_info,
+    })
+    store.finalize(summary)
+    # the contract's columns are written by finalize; the truncation flag joins them here
+    flags = pl.DataFrame([{"task_id": r["task_id"], "attempt": r["attempt"], "truncated": r.get("truncated")}
+                          for r in rows], schema={"task_id": pl.Utf8, "attempt": pl.Int64, "truncated": pl.Boolean})
+    tasks_file = store.directory / "tasks.parquet"
+    joined = pl.read_parquet(tasks_file).join(flags, on=["task_id", "attempt"], how="left")
+    _write_parquet(joined.sort(["task_id", "attempt"]), tasks_file)
+    comparison.sort(key=lambda c: (c["task_id"], c["attempt"]))
+    schema = {name: getattr(pl, dtype) for name, dtype in RESCORE_COLUMNS.items()}
+    _write_parquet(pl.DataFrame(comparison, schema=schema), store.directory / RESCORE_FILE)
+    return summary
+
+
+# ---------------------------------------------------------------------------
+# the command
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def default_run_id(source_run: str, judge_model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{source_run}-rescored-{judge_model}")[:100]
+
+
+def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
+    def fmt(value: object) -> str:
+        return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+    info = summary["rescore"]
+    source_sr = info.get("source_sr") or {}
+    table = Table(title=f"cirrus rescore: {info['source_run']} -> {directory.name}", caption=str(directory))
+    for column, justify in (("", "left"), ("source", "right"), ("rescored", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    table.add_row("judge", str(info["source_judge"]), str(summary["judge"]))
+    table.add_row("fluency", str(info["source_fluency"]), str(summary["fluency"]))
+    table.add_row("ATPR", fmt(info.get("source_atpr")), fmt(summary["atpr"]))
+    for name, value in summary["sr"].items():
+        table.add_row(f"SR {name}", fmt(source_sr.get(name)), fmt(value))
+    table.add_row("attempts (errors)", "", f"{summary['attempts']} ({summary['errors']})")
+    table.add_row("attempts changed / truncated", "", f"{info['changed']} / {info['truncated']}")
+    agreement = info["verdict_agreement"]
+    table.add_row("verdict agreement", "", f"{fmt(agreement)} ({info['verdicts_compared']} pairs)")
+    out.print(table)
+    if info["truncated"]:
+        console.print(f"[yellow]note:[/] {info['truncated']} attempts were truncated: the new judge accepted turns "
+                      "past where the saved transcripts end; their coverage is a lower bound (column `truncated`)")
+    if summary.get("offline_heuristics"):
+        console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}")
+
+
+def rescore(
+    run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose transcripts are judged again.")],
+    judge_model: Annotated[Optional[str], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge).")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: provider registry).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key.")] = None,
+    fluency_model: Annotated[Optional[str], typer.Option(help="Re-check fluency with this model (or 'local'); default: reuse the run's saved fluency verdicts.")] = None,
+    fluency_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the fluency checker (default: the judge's).")] = None,
+    fluency_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the fluency checker (default: the judge's).")] = None,
+    new_run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name of the new run (default: <RUN_ID>-rescored-<judge>); the same id resumes.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once.")] = 8,
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
+    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
+    from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
+    from cirrus.evaluate.runner import TaskFileError
+    from cirrus.evaluate.store import RunMismatch
+    from cirrus.llm.providers import EndpointError
+    from cirrus.settings import SettingsError, load_settings
+
+    try:
+        settings_file = load_settings(workspace, config)
+    except SettingsError as exc:
+        _fail(str(exc))
+        return
+    configured_judge = settings_file.role("judge")
+    judge_name = judge_model or configured_judge.model
+    if not judge_name:
+        _fail("give the new judge with --judge-model (a model name, or 'local')")
+        return
+    judge = RoleOptions(judge_name, judge_base_url or configured_judge.base_url,
+                        judge_api_key_env or configured_judge.api_key_env, configured_judge.params())
+    fluency = None
+    if fluency_model:
+        configured_fluency = settings_file.role("fluency")
+        fluency = RoleOptions(fluency_model, fluency_base_url or configured_fluency.base_url,
+                              fluency_api_key_env or configured_fluency.api_key_env, configured_fluency.params())
+    target = new_run_id or default_run_id(run_id, judge_name)
+    if not _RUN_ID.fullmatch(target) or target.startswith("."):
+        _fail(f"--run-id {target!r}: use letters, digits, '.', '_' and '-' only")
+
+    async def main(source: SourceRun) -> dict[str, Any]:
+        # build_roles wants an agent: an offline baseline that is never called
+        roles = build_roles(RoleOptions("baseline:oracle"), judge, fluency or RoleOptions(LOCAL), source.tasks,
+                            workspace)
+        try:
+            extra = {"judge_role": roles.fingerprint["judge_role"]}
+            if fluency is not None:
+                extra["fluency_role"] = roles.fingerprint["fluency_role"]
+            details = {k: v for k, v in roles.details.items() if k != "agent_base_url"}
+            if fluency is None:
+                details.pop("fluency_base_url", None)
+            settings = RescoreSettings(workspace, run_id, target, concurrency, not quiet, extra, details)
+            return await run_rescore(settings, roles.judge, roles.fluency if fluency else None, source)
+        finally:
+            await roles.aclose()
+
+    try:
+        source = load_source(workspace, run_id)
+        summary = asyncio.run(main(source))
+    except (RescoreError, TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
+        _fail(str(exc))
+        return
+    _print_rescore(summary, workspace / "reports" / target)

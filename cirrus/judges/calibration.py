@@ -1,0 +1,436 @@
+"""Judge calibration: ``cirrus judge-eval LABELS.jsonl``.
+
+Measures a coverage judge against human labels the way the paper does (91.49%
+agreement on 141 expert labels), so users can measure their own judge.
+
+Input: a JSONL file, one labelled case a line::
+
+    {"history": [OpenAI chat messages] or "",   # the dialogue before the query (optional)
+     "query": "...",                            # the customer's last message
+     "reference": "...",                        # the human engineer's reply (non-empty)
+     "candidate": "...",                        # the reply being judged
+     "label": "Included" | "Not Included",      # the human verdict
+     "id": "..."}                               # optional; other keys are ignored
+
+Every row is checked before any judge is called; all problems are reported
+as ``FILE:LINE: reason`` (:class:`LabelFileError`).  Labels are read
+case-insensitively, ignoring spaces, ``_`` and ``-`` ("not_included" is "Not
+Included").
+
+The judge sees a case exactly as it sees a checkpoint in ``cirrus eval``: the
+walk passes the history *with the query appended as the last customer
+message*, so :func:`judge_history` appends it too (unless the history already
+ends with that very customer message).
+
+Metrics (:func:`judge_metrics`, pure): "Included" is the positive class.
+Accuracy, precision, recall, F1, Cohen's kappa and the 2x2 confusion matrix;
+a 95% Wilson interval for the accuracy.  Undefined values are ``None``, never
+NaN: precision when the judge never says Included, recall when no label is
+Included, F1 when neither labels nor verdicts hold an Included, kappa when
+the expected agreement is 1 (labels and verdicts all of one and the same
+class: agreement by chance explains everything, so kappa is 0/0).
+
+A row whose judge call fails for infrastructure reasons (API errors after
+retries, an unreadable verdict after repair attempts) is reported as an error
+and left out of the metrics, as in ``cirrus eval``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from cirrus.evaluate.types import CoverageJudge
+
+console = Console(stderr=True, soft_wrap=True)
+out = Console()
+
+INCLUDED = "Included"
+NOT_INCLUDED = "Not Included"
+_LABELS = {"included": True, "notincluded": False}
+_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
+_MAX_SHOWN_ERRORS = 20
+
+
+# ---------------------------------------------------------------------------
+# the labelled file
+
+
+class LabelFileError(ValueError):
+    """The labelled file cannot be used; the message names file, line and reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledCase:
+    line: int  # 1-based line of the file
+    id: str
+    history: list[dict[str, Any]]
+    query: str
+    reference: str
+    candidate: str
+    label: bool  # True: Included
+
+
+def parse_label(value: Any) -> bool | None:
+    """``True`` for Included, ``False`` for Not Included, ``None`` otherwise."""
+    if not isinstance(value, str):
+        return None
+    return _LABELS.get(re.sub(r"[\s_-]+", "", value.lower()))
+
+
+def _check_history(value: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
+    if value is None or value == "":
+        return [], None
+    if not isinstance(value, list):
+        return None, f"history must be a list of chat messages or \"\", not {type(value).__name__}"
+    for index, message in enumerate(value):
+        if not isinstance(message, dict):
+            return None, f"history[{index}] is not a message object"
+        role = message.get("role")
+        if role not in _ROLES:
+            return None, f"history[{index}] has role {role!r}; use one of {', '.join(sorted(_ROLES))}"
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            return None, f"history[{index}].content must be text"
+    return value, None
+
+
+def _check_row(row: Any) -> str | LabelledCase:
+    """A reason string, or the case (line and id filled in by the caller)."""
+    if not isinstance(row, dict):
+        return f"a row must be a JSON object, not {type(row).__name__}"
+    missing = [key for key in ("query", "reference", "candidate", "label") if key not in row]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    for key in ("query", "reference", "candidate"):
+        if not isinstance(row[key], str):
+            return f"{key} must be a string, not {type(row[key]).__name__}"
+    if not row["reference"].strip():
+        return "reference is empty (the judge is never asked about an empty reference)"
+    label = parse_label(row["label"])
+    if label is None:
+        return f"label must be {INCLUDED!r} or {NOT_INCLUDED!r}, not {row['label']!r}"
+    history, problem = _check_history(row.get("history"))
+    if problem:
+        return problem
+    if "id" in row and not isinstance(row["id"], (str, int)):
+        return "id must be a string or a number"
+    return LabelledCase(0, "", history or [], row["query"], row["reference"], row["candidate"], label)
+
+
+def load_labels(path: Path, limit: int | None = None) -> list[LabelledCase]:
+    """Read and check every row; raise :class:`LabelFileError` listing every
+    problem (``path:line: reason``), or when the file holds no row."""
+    if not path.is_file():
+        raise LabelFileError(f"{path} does not exist or is not a file")
+    cases: list[LabelledCase] = []
+    problems: list[str] = []
+    ids: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            checked = _check_row(row)
+            if isinstance(checked, str):
+                problems.append(f"{path}:{number}: {checked}")
+                continue
+            case_id = str(row.get("id", f"line {number}"))
+            if case_id in ids:
+                problems.append(f"{path}:{number}: duplicate id {case_id!r} (first at line {ids[case_id]})")
+                continue
+            ids[case_id] = number
+            cases.append(LabelledCase(number, case_id, checked.history, checked.query, checked.reference,
+                                      checked.candidate, checked.label))
+    if problems:
+        shown = problems[:_MAX_SHOWN_ERRORS]
+        more = len(problems) - len(shown)
+        raise LabelFileError("\n".join(shown) + (f"\n... and {more} more problems" if more else ""))
+    if not cases:
+        raise LabelFileError(f"{path} holds no labelled row")
+    return cases[:limit] if limit is not None else cases
+
+
+def judge_history(case: LabelledCase) -> list[dict[str, Any]]:
+    """The history the judge is given: as in the walk, the case's history
+    with the query appended as the last customer message."""
+    history = list(case.history)
+    last = history[-1] if history else None
+    if not (last and last.get("role") == "user" and last.get("content") == case.query):
+        history.append({"role": "user", "content": case.query})
+    return history
+
+
+# ---------------------------------------------------------------------------
+# metrics (pure)
+
+
+@dataclass(frozen=True, slots=True)
+class Confusion:
+    """2x2 confusion matrix; "Included" is the positive class."""
+
+    tp: int  # label Included, judge Included
+    fp: int  # label Not Included, judge Included
+    fn: int  # label Included, judge Not Included
+    tn: int  # label Not Included, judge Not Included
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.fn + self.tn
+
+
+def confusion(labels: Sequence[bool], predictions: Sequence[bool]) -> Confusion:
+    if len(labels) != len(predictions):
+        raise ValueError(f"{len(labels)} labels but {len(predictions)} predictions")
+    pairs = list(zip(map(bool, labels), map(bool, predictions)))
+    return Confusion(tp=pairs.count((True, True)), fp=pairs.count((False, True)),
+                     fn=pairs.count((True, False)), tn=pairs.count((False, False)))
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def accuracy(c: Confusion) -> float | None:
+    return _ratio(c.tp + c.tn, c.n)
+
+
+def precision(c: Confusion) -> float | None:
+    """Of the judge's Included verdicts, the share labelled Included (None when it gave none)."""
+    return _ratio(c.tp, c.tp + c.fp)
+
+
+def recall(c: Confusion) -> float | None:
+    """Of the rows labelled Included, the share the judge called Included (None when there are none)."""
+    return _ratio(c.tp, c.tp + c.fn)
+
+
+def f1(c: Confusion) -> float | None:
+    """``2 TP / (2 TP + FP + FN)``: 0.0 when there are positives but no true
+    positive; None when neither labels nor verdicts hold an Included."""
+    return _ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn)
+
+
+def cohen_kappa(c: Confusion) -> float | None:
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, computed on integers:
+    ``(n (TP + TN) - S) / (n^2 - S)`` with ``S = (TP+FP)(TP+FN) +
+    (FN+TN)(FP+TN)``.  None when ``p_e = 1`` (labels and verdicts all one
+    and the same class) or ``n = 0``."""
+    n = c.n
+    chance = (c.tp + c.fp) * (c.tp + c.fn) + (c.fn + c.tn) * (c.fp + c.tn)
+    denominator = n * n - chance
+    if n == 0 or denominator == 0:
+        return None
+    return (n * (c.tp + c.tn) - chance) / denominator
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion (95% by default); None for n = 0."""
+    if n == 0:
+        return None
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeMetrics:
+    confusion: Confusion
+    accuracy: float | None
+    accuracy_ci95: tuple[float, float] | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    kappa: float | None
+
+    @property
+    def n(self) -> int:
+        return self.confusion.n
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.confusion
+        return {"n": c.n, "accuracy": self.accuracy, "accuracy_ci95": list(self.accuracy_ci95 or []) or None,
+                "precision": self.precision, "recall": self.recall, "f1": self.f1, "kappa": self.kappa,
+                "confusion": {"tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn}}
+
+
+def judge_metrics(labels: Sequence[bool], predictions: Sequence[bool]) -> JudgeMetrics:
+    """Every agreement metric of the judge's verdicts against the human labels."""
+    c = confusion(labels, predictions)
+    return JudgeMetrics(c, accuracy(c), wilson_interval(c.tp + c.tn, c.n), precision(c), recall(c), f1(c),
+                        cohen_kappa(c))
+
+
+# ---------------------------------------------------------------------------
+# running a judge over the cases
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    case: LabelledCase
+    predicted: bool | None  # None: the judge call failed (see error)
+    raw: str | None = None
+    error: str | None = None
+
+    @property
+    def correct(self) -> bool | None:
+        return None if self.predicted is None else self.predicted == self.case.label
+
+    def record(self) -> dict[str, Any]:
+        def name(value: bool | None) -> str | None:
+            return None if value is None else INCLUDED if value else NOT_INCLUDED
+
+        return {"line": self.case.line, "id": self.case.id, "label": name(self.case.label),
+                "predicted": name(self.predicted), "correct": self.correct, "raw": self.raw, "error": self.error}
+
+
+async def run_judge(judge: CoverageJudge, cases: Sequence[LabelledCase], concurrency: int = 8,
+                    progress: Any = None) -> list[CaseResult]:
+    """Ask ``judge`` about every case, at most ``concurrency`` at once; the
+    results are in the order of ``cases``.  ``progress`` is called with no
+    argument after each case."""
+    from cirrus.evaluate.types import InfrastructureError
+
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(case: LabelledCase) -> CaseResult:
+        async with semaphore:
+            try:
+                verdict = await judge.covers(judge_history(case), case.query, case.reference, case.candidate)
+                result = CaseResult(case, bool(verdict.ok), verdict.raw)
+            except InfrastructureError as exc:
+                result = CaseResult(case, None, None, f"{type(exc).__name__}: {exc}")
+        if progress is not None:
+            progress()
+        return result
+
+    return list(await asyncio.gather(*(one(case) for case in cases)))
+
+
+def metrics_of(results: Sequence[CaseResult]) -> JudgeMetrics:
+    scored = [r for r in results if r.predicted is not None]
+    return judge_metrics([r.case.label for r in scored], [bool(r.predicted) for r in scored])
+
+
+# ---------------------------------------------------------------------------
+# the command
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0) -> None:
+    c = metrics.confusion
+    table = Table(title=title, show_header=False)
+    table.add_row("rows scored", str(c.n))
+    table.add_row("rows failed (infrastructure)", str(errors))
+    table.add_row("labelled Included", f"{c.tp + c.fn} of {c.n}")
+    ci = metrics.accuracy_ci95
+    accuracy_text = _fmt(metrics.accuracy)
+    if metrics.accuracy is not None:
+        accuracy_text += f" ({metrics.accuracy:.2%})"
+    if ci is not None:
+        accuracy_text += f", 95% CI {ci[0]:.4f}-{ci[1]:.4f}"
+    table.add_row("accuracy", accuracy_text)
+    table.add_row("precision (Included)", _fmt(metrics.precision))
+    table.add_row("recall (Included)", _fmt(metrics.recall))
+    table.add_row("F1 (Included)", _fmt(metrics.f1))
+    kappa = _fmt(metrics.kappa)
+    if metrics.kappa is None and c.n:
+        kappa += " (undefined: labels and verdicts are all one class)"
+    table.add_row("Cohen's kappa", kappa)
+    out.print(table)
+    matrix = Table(title="confusion matrix (rows: human label, columns: judge)")
+    matrix.add_column("")
+    matrix.add_column(f"judge {INCLUDED}", justify="right")
+    matrix.add_column(f"judge {NOT_INCLUDED}", justify="right")
+    matrix.add_row(f"label {INCLUDED}", str(c.tp), str(c.fn))
+    matrix.add_row(f"label {NOT_INCLUDED}", str(c.fp), str(c.tn))
+    out.print(matrix)
+
+
+def judge_eval(
+    labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label.")],
+    judge_model: Annotated[Optional[str], typer.Option(help="Judge to measure: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge, else local).")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: provider registry).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight at once.")] = 8,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write one JSON line per row (label, verdict, raw answer) here.")] = None,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N rows.")] = None,
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (cirrus.toml, response cache).")] = Path("."),
+    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Measure a coverage judge against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
+    from tqdm import tqdm
+
+    from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
+    from cirrus.llm.providers import EndpointError
+    from cirrus.settings import SettingsError, load_settings
+
+    try:
+        cases = load_labels(labels, limit)
+        configured = load_settings(workspace, config).role("judge")
+    except (LabelFileError, SettingsError) as exc:
+        _fail(str(exc))
+        return
+    options = RoleOptions(judge_model or configured.model or LOCAL, judge_base_url or configured.base_url,
+                          judge_api_key_env or configured.api_key_env, configured.params())
+
+    async def main() -> tuple[str, list[CaseResult]]:
+        # build_roles wants an agent: an offline baseline that is never called
+        roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
+        try:
+            bar = tqdm(total=len(cases), desc="judge-eval", unit="row", disable=quiet, dynamic_ncols=True)
+            try:
+                return roles.judge.name, await run_judge(roles.judge, cases, concurrency, lambda: bar.update(1))
+            finally:
+                bar.close()
+        finally:
+            await roles.aclose()
+
+    try:
+        judge_name, results = asyncio.run(main())
+    except (RoleError, EndpointError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w", encoding="utf-8") as handle:
+            for result in results:
+                handle.write(json.dumps(result.record(), ensure_ascii=False) + "\n")
+    errors = [r for r in results if r.error]
+    metrics = metrics_of(results)
+    print_metrics(metrics, f"cirrus judge-eval: {judge_name} on {labels.name} ({len(cases)} rows)", len(errors))
+    for result in errors[:10]:
+        console.print(f"[yellow]failed[/] {escape(f'{labels}:{result.case.line} ({result.case.id}): {result.error}')}",
+                      highlight=False)
+    if judge_name.startswith("local"):
+        console.print("[yellow]note:[/] the local judge is an offline heuristic, not a model judgement")
+    if metrics.n == 0:
+        _fail("no row could be judged (every judge call failed)", code=1)

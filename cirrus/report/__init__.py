@@ -1,0 +1,31 @@
+"""``cirrus report``: analyst-facing tables of finished runs (leaderboard,
+breakdowns as in the CirrusBench paper, bootstrap uncertainty), computed with
+polars and written as Parquet with a versioned schema
+(``docs/report-schema.md``).
+
+Modules: :mod:`~cirrus.report.loading` (runs in), :mod:`~cirrus.report.tables`
+(leaderboard, breakdowns), :mod:`~cirrus.report.uncertainty` (bootstrap),
+:mod:`~cirrus.report.schema` (columns), :mod:`~cirrus.report.command` (the
+command).  The names below are loaded on first use, so importing the package
+(as the command line does) stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "Price": "loading", "ReportError": "loading", "Run": "loading", "load_prices": "loading", "load_run": "loading",
+    "load_runs": "loading", "SCHEMA_VERSION": "schema", "DIMENSIONS": "tables", "breakdown_by": "tables",
+    "leaderboard": "tables", "task_stats": "tables", "bootstrap_mean": "uncertainty", "intervals": "uncertainty",
+    "paired": "uncertainty", "paired_bootstrap": "uncertainty", "ratio_bootstrap": "uncertainty",
+    "report": "command", "report_command": "command",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"cirrus.report.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'cirrus.report' has no attribute {name!r}")

@@ -1,0 +1,236 @@
+"""``cirrus report RUN_ID... [--out DIR]``: the report tables of one or more
+finished runs, written as Parquet (schema: ``docs/report-schema.md``).
+
+Files written to the output folder:
+
+* ``leaderboard.parquet``: one row per run;
+* ``breakdown_category.parquet``, ``breakdown_checkpoints.parquet``,
+  ``breakdown_input_tokens.parquet``, ``breakdown_tools.parquet``,
+  ``breakdown_reply_type.parquet``;
+* ``intervals.parquet``: bootstrap confidence intervals (unless
+  ``--bootstrap 0``);
+* ``paired.parquet``: paired bootstrap differences of every two runs (when
+  two or more runs are given, unless ``--bootstrap 0``);
+* ``report.json``: what was reported, with which settings, and warnings.
+
+Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
+``<workspace>/reports/_compare/<run_1>+<run_2>+.../`` for several (in the
+order given).  Report files of an earlier report in the same folder that this
+one does not write (``paired.parquet`` after ``--bootstrap 0``) are removed,
+so the folder always holds one consistent report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+# polars, numpy and the table code are imported when a report is made, so
+# that registering this command keeps `cirrus --help` fast
+if TYPE_CHECKING:
+    import polars as pl
+
+    from cirrus.report.loading import Price
+
+DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
+DEFAULT_SEED = 0
+DEFAULT_CONFIDENCE = 0.95
+REPORT_FILE = "report.json"
+COMPARE_DIR = "_compare"
+_MAX_DIR_NAME = 120
+
+
+def default_out_dir(workspace: Path, run_ids: Sequence[str]) -> Path:
+    """``reports/<run_id>/report/`` for one run; ``reports/_compare/<a>+<b>...``
+    for several (a long list is shortened to ``<a>+<n>-more-<hash>``)."""
+    reports = workspace / "reports"
+    if len(run_ids) == 1:
+        return reports / run_ids[0] / "report"
+    name = "+".join(run_ids)
+    if len(name) > _MAX_DIR_NAME:
+        digest = hashlib.sha256("\0".join(run_ids).encode()).hexdigest()[:10]
+        name = f"{run_ids[0][:60]}+{len(run_ids) - 1}-more-{digest}"
+    return reports / COMPARE_DIR / name
+
+
+def _write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
+    """Write atomically, with the schema version also in the file's metadata."""
+    from cirrus.report.schema import SCHEMA_VERSION
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        frame.write_parquet(tmp, metadata={"cirrus.report.schema_version": str(SCHEMA_VERSION),
+                                           "cirrus.report.table": table})
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootstrap: int = DEFAULT_N_BOOT,
+                   seed: int = DEFAULT_SEED, *, k: int | None = None, config: Path | None = None,
+                   prices: Mapping[str, Price | Mapping[str, Any]] | None = None,
+                   confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+    """Compute and write the report of ``run_ids`` (see the module doc).
+
+    ``bootstrap``: replicates of the bootstrap (0: no intervals, no paired
+    tests); ``seed``: its seed; ``k``: K of pass@K (default: each run's own);
+    ``prices``: ``{model: Price or {input_per_mtok, output_per_mtok,
+    currency}}``, else the ``[prices]`` table of ``config`` /
+    ``<workspace>/cirrus.toml`` / ``./cirrus.toml``.
+
+    Returns ``{"out_dir": Path, "files": {file name: Path}, "leaderboard":
+    DataFrame, "intervals": DataFrame | None, "paired": DataFrame | None,
+    "warnings": [str]}``.  Raises :class:`ReportError` for an unknown or
+    unfinished run, a broken file or a bad price table, ``ValueError`` for
+    bad arguments.
+    """
+    import polars as pl
+
+    from cirrus.files import atomic_writer
+    from cirrus.report.loading import load_prices, load_runs
+    from cirrus.report.schema import FILES, SCHEMA_VERSION
+    from cirrus.report.tables import DIMENSIONS, breakdown_by, leaderboard, summary_mismatches
+    from cirrus.report.uncertainty import intervals, paired
+
+    if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
+    runs = load_runs(workspace, list(run_ids))
+    price_table = dict(prices) if prices is not None else load_prices(workspace, config)
+    warnings = [w for run in runs for w in run.warnings]
+
+    tables: dict[str, pl.DataFrame] = {"leaderboard.parquet": leaderboard(runs, k, price_table)}
+    for run, row in zip(runs, tables["leaderboard.parquet"].iter_rows(named=True)):
+        if k is None or k == run.k:
+            warnings += [f"run {run.run_id!r}: {p}" for p in summary_mismatches(run, row)]
+        if run.model not in price_table and row["cost_total"] is None and price_table:
+            warnings.append(f"no price for model {run.model!r} (run {run.run_id!r}): its cost columns are null")
+    for dimension in DIMENSIONS:
+        tables[f"breakdown_{dimension}.parquet"] = breakdown_by(runs, dimension, k)
+    interval_table = paired_table = None
+    if bootstrap > 0:
+        interval_table = intervals(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
+        tables["intervals.parquet"] = interval_table
+        if len(runs) > 1:
+            datasets = {run.run_id: run.dataset for run in runs}
+            if len(set(datasets.values())) > 1:
+                warnings.append("the runs were made on different task sets ("
+                                + ", ".join(f"{r}: {d}" for r, d in datasets.items())
+                                + "); paired comparisons use the tasks they have in common")
+            paired_table = paired(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
+            tables["paired.parquet"] = paired_table
+            for row in paired_table.filter(pl.col("metric") == "sr_pass1").iter_rows(named=True):
+                if row["n_tasks"] == 0:
+                    warnings.append(f"runs {row['run_a']!r} and {row['run_b']!r} have no scored task in common")
+
+    out_dir = out if out is not None else default_out_dir(workspace, list(run_ids))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {}
+    for name, frame in tables.items():
+        path = out_dir / name
+        _write_parquet(frame, path, FILES[name])
+        files[name] = path
+    for name in FILES:
+        if name not in tables:
+            (out_dir / name).unlink(missing_ok=True)
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "workspace": str(workspace),
+        "runs": [{"run_id": run.run_id, "model": run.model, "k": run.k, "dataset": run.dataset} for run in runs],
+        "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
+        "files": sorted(files), "warnings": warnings,
+    }
+    with atomic_writer(out_dir / REPORT_FILE) as handle:
+        json.dump(manifest, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    files[REPORT_FILE] = out_dir / REPORT_FILE
+    return {"out_dir": out_dir, "files": files, "leaderboard": tables["leaderboard.parquet"],
+            "intervals": interval_table, "paired": paired_table, "warnings": warnings}
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def report(
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Finished runs of the workspace (reports/<run_id>/); two or more are also compared pairwise.")],
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
+    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: reports/<run_id>/report/, or reports/_compare/<run1>+<run2>.../ for several runs).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates for confidence intervals and paired tests (0: none).")] = DEFAULT_N_BOOT,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = DEFAULT_SEED,
+    k: Annotated[Optional[int], typer.Option("--k", min=1, help="K of pass@K and pass^K (default: each run's --pass-k).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="Settings file with a [prices] table (default: cirrus.toml in the workspace or here).")] = None,
+) -> None:
+    """Leaderboard, breakdowns and confidence intervals of finished runs, as Parquet."""
+    from cirrus.cli import _fail, console  # imported here: cirrus.cli imports this module
+    from cirrus.report.loading import ReportError
+
+    try:
+        result = report_command(run_ids, workspace, out, bootstrap, seed, k=k, config=config)
+    except (ReportError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    _print_report(result)
+    for warning in result["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _print_report(result: dict[str, Any]) -> None:
+    import polars as pl
+    from rich.table import Table
+
+    from cirrus.cli import out as stdout
+
+    board: pl.DataFrame = result["leaderboard"]
+    cis: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    if result["intervals"] is not None:
+        for row in result["intervals"].filter(pl.col("dimension") == "overall").iter_rows(named=True):
+            cis[(row["run_id"], row["metric"])] = (row["ci_low"], row["ci_high"])
+
+    def with_ci(run_id: str, metric: str, value: float | None) -> str:
+        low, high = cis.get((run_id, metric), (None, None))
+        return _fmt(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+
+    table = Table(title=f"cirrus report -> {result['out_dir']}")
+    for column in ("run", "model", "tasks (errors)", "SR pass@1 [95% CI]", "SR pass@K", "pass^K",
+                   "ATPR [95% CI]", "AMTL", "cost"):
+        table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
+    for row in board.iter_rows(named=True):
+        cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency']}"
+        table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
+                      with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
+                      f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", _fmt(row["pass_hat_k"]),
+                      with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost)
+    stdout.print(table)
+    pairs = result["paired"]
+    if pairs is not None and not pairs.is_empty():
+        diff_table = Table(title="paired bootstrap: run_b - run_a on common tasks")
+        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p"):
+            diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
+                                  overflow="fold")
+        for row in pairs.filter(pl.col("metric").is_in(["sr_pass1", "atpr"])).iter_rows(named=True):
+            interval = "-" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
+            diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), _fmt(row["diff"]),
+                               interval, _fmt(row["p_value"], 4))
+        stdout.print(diff_table)
+    stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")

@@ -1,0 +1,354 @@
+"""Load finished runs of a workspace for the report tables.
+
+:func:`load_run` / :func:`load_runs` give a :class:`Run`: its
+``tasks.parquet`` and ``checkpoints.parquet`` as polars lazy frames, joined
+with what the tasks themselves say (``tickets/tasks.jsonl``): the task's
+input length, whether its reference used tools, and per checkpoint the
+reference tool calls; plus ``summary.json`` and ``run.json``.  Every problem
+(an unknown run, a run that has not finished, a missing or malformed file, a
+task the workspace no longer has) raises :class:`ReportError` naming the file
+or run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cirrus.evaluate.store import CHECKPOINT_SCHEMA, RUN_FILE, TASK_SCHEMA
+
+TASKS_FILE = Path("tickets/tasks.jsonl")
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+# columns of the run files the report needs (the contract's "at least")
+TASK_COLUMNS = ("task_id", "attempt", "category", "checkpoints", "covered", "accepted_turns", "tpr", "lj", "nei",
+                "mtl", "success", "status", "input_tokens", "output_tokens", "wall_s")
+CHECKPOINT_COLUMNS = ("task_id", "attempt", "checkpoint", "reply_type", "accepted", "covered_through", "tia", "tsa",
+                      "tev", "rr", "stl", "fluent")
+
+# what the report adds from tickets/tasks.jsonl
+TASK_META_SCHEMA = {"task_id": pl.Utf8, "task_category": pl.Utf8, "task_input_tokens": pl.Int64,
+                    "ref_tool_calls": pl.Int64, "has_tool_calls": pl.Boolean}
+REFERENCE_SCHEMA = {"task_id": pl.Utf8, "checkpoint": pl.Int64, "ref_reply_type": pl.Utf8,
+                    "ref_tool_calls": pl.Int64}
+
+
+class ReportError(ValueError):
+    """A run or workspace file the report cannot use; the message says which."""
+
+
+@dataclass(frozen=True)
+class TaskMetadata:
+    """What ``tickets/tasks.jsonl`` says about the tasks, as two frames.
+
+    ``tasks``: one row per task: ``task_id``, ``task_category``,
+    ``task_input_tokens`` (``stats.input_tokens``: the length of the task's
+    context), ``ref_tool_calls`` (reference tool calls over all checkpoints),
+    ``has_tool_calls`` (``ref_tool_calls > 0``).
+
+    ``reference``: one row per reference checkpoint: ``task_id``,
+    ``checkpoint`` (1-based index), ``ref_reply_type``, ``ref_tool_calls``.
+    """
+
+    path: Path
+    tasks: pl.DataFrame
+    reference: pl.DataFrame
+    raw: list[dict[str, Any]] = field(repr=False)
+    _hashes: dict[int | None, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def dataset_hash(self, first: int | None) -> str:
+        """``dataset`` of a run's fingerprint had it been started now on the
+        first ``first`` tasks (all when ``None``)."""
+        if first not in self._hashes:
+            from cirrus.evaluate.runner import dataset_hash
+
+            self._hashes[first] = dataset_hash(self.raw[:first] if first is not None else self.raw)
+        return self._hashes[first]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run, ready for the tables.
+
+    ``tasks``: ``tasks.parquet`` (one row per (task, attempt)) plus ``run_id``
+    and the task metadata columns ``task_input_tokens``, ``ref_tool_calls``,
+    ``has_tool_calls``.
+
+    ``checkpoints``: ``checkpoints.parquet`` (one row per judged agent turn)
+    plus ``run_id``, ``status`` of its attempt, and the reference's
+    ``ref_tool_calls`` / ``ref_has_tool_calls`` for the checkpoint the turn
+    answered.
+
+    ``reference``: the reference checkpoints of the run's tasks
+    (:class:`TaskMetadata`), one row per (task, checkpoint).
+
+    ``k``: the run's ``--pass-k`` (``k`` of ``summary.json``); ``summary``
+    and ``config`` are ``summary.json`` and ``run.json`` as read.
+    """
+
+    run_id: str
+    directory: Path
+    summary: dict[str, Any]
+    config: dict[str, Any]
+    tasks: pl.LazyFrame
+    checkpoints: pl.LazyFrame
+    reference: pl.LazyFrame
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> str:
+        return str(self.summary.get("model") or self.config.get("fingerprint", {}).get("agent") or self.run_id)
+
+    @property
+    def k(self) -> int:
+        k = self.summary.get("k")
+        if isinstance(k, int) and not isinstance(k, bool) and k >= 1:
+            return k
+        # summaries without "k": the K of the "pass@K" key
+        for key in self.summary.get("sr", {}) or {}:
+            if key.startswith("pass@") and key != "pass@1" and key[5:].isdigit():
+                return int(key[5:])
+        return 1
+
+    @property
+    def dataset(self) -> str | None:
+        value = self.config.get("fingerprint", {}).get("dataset")
+        return None if value is None else str(value)
+
+
+def check_run_id(run_id: str) -> None:
+    if not RUN_ID_PATTERN.fullmatch(run_id) or run_id.startswith("."):
+        raise ReportError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
+
+
+def _available(reports: Path) -> list[str]:
+    if not reports.is_dir():
+        return []
+    return sorted(p.name for p in reports.iterdir() if (p / RUN_FILE).is_file() or (p / "tasks.parquet").is_file())
+
+
+def load_task_metadata(workspace: Path) -> TaskMetadata:
+    """Read ``tickets/tasks.jsonl`` of ``workspace`` (see :class:`TaskMetadata`)."""
+    from cirrus.evaluate.runner import TaskFileError, load_tasks
+
+    try:
+        raw = load_tasks(workspace)
+    except TaskFileError as exc:
+        raise ReportError(str(exc)) from exc
+    path = workspace / TASKS_FILE
+    task_rows, reference_rows = [], []
+    for number, task in enumerate(raw, 1):
+        task_id = task.get("task_id")
+        if not isinstance(task_id, str):
+            raise ReportError(f"{path}: task {number} has no task_id")
+        total = 0
+        for index, checkpoint in enumerate(task["checkpoints"], 1):
+            calls = checkpoint.get("tool_calls") or []
+            total += len(calls)
+            reference_rows.append({"task_id": task_id, "checkpoint": int(checkpoint.get("index", index)),
+                                   "ref_reply_type": checkpoint.get("reply_type"), "ref_tool_calls": len(calls)})
+        tokens = (task.get("stats") or {}).get("input_tokens")
+        task_rows.append({"task_id": task_id, "task_category": task.get("category"),
+                          "task_input_tokens": tokens if isinstance(tokens, int) else None,
+                          "ref_tool_calls": total, "has_tool_calls": total > 0})
+    tasks = pl.DataFrame(task_rows, schema=TASK_META_SCHEMA)
+    duplicated = tasks.filter(pl.col("task_id").is_duplicated())["task_id"].unique().sort().to_list()
+    if duplicated:
+        raise ReportError(f"{path}: task ids occur twice: {', '.join(duplicated[:5])}")
+    return TaskMetadata(path, tasks, pl.DataFrame(reference_rows, schema=REFERENCE_SCHEMA), raw)
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc.msg}); the {what} is damaged") from exc
+    if not isinstance(value, dict):
+        raise ReportError(f"{path}: expected a JSON object")
+    return value
+
+
+def _scan(path: Path, required: Sequence[str], schema: dict[str, pl.DataType]) -> pl.LazyFrame:
+    try:
+        frame = pl.scan_parquet(path)
+        names = frame.collect_schema().names()
+    except Exception as exc:  # noqa: BLE001  (polars raises several kinds for a damaged file)
+        raise ReportError(f"{path}: not a readable Parquet file ({exc})") from exc
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise ReportError(f"{path}: missing columns {', '.join(missing)}")
+    return frame.with_columns(pl.col(c).cast(schema[c]) for c in names if c in schema)
+
+
+def _run_files(workspace: Path, run_id: str) -> tuple[Path, Path, Path, Path]:
+    """The run's folder, tasks.parquet, checkpoints.parquet, summary.json;
+    :class:`ReportError` when the run does not exist or has not finished."""
+    check_run_id(run_id)
+    reports = workspace / "reports"
+    directory = reports / run_id
+    if not directory.is_dir():
+        known = _available(reports)
+        hint = f"runs there: {', '.join(known)}" if known else "there is no run there yet: run `cirrus eval` first"
+        raise ReportError(f"no run {run_id!r} in {reports} ({hint})")
+    files = tuple(directory / n for n in ("tasks.parquet", "checkpoints.parquet", "summary.json"))
+    for path in files:
+        if not path.is_file():
+            raise ReportError(f"run {run_id!r} has no {path.name} ({path}): the run has not finished; "
+                              f"resume it with `cirrus eval ... --run-id {run_id}`")
+    return (directory, *files)
+
+
+def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None) -> Run:
+    """The finished run ``workspace/reports/<run_id>/`` (see :class:`Run`).
+
+    ``metadata``: the workspace's task metadata when already read (several
+    runs share it); read from ``tickets/tasks.jsonl`` otherwise.
+    """
+    directory, tasks_file, checkpoints_file, summary_file = _run_files(workspace, run_id)
+    summary = _read_json(summary_file, "run summary")
+    warnings: list[str] = []
+    run_file = directory / RUN_FILE
+    config: dict[str, Any] = {}
+    if run_file.is_file():
+        config = _read_json(run_file, "run record")
+    else:
+        warnings.append(f"run {run_id!r} has no {RUN_FILE}: its dataset hash is unknown")
+
+    if metadata is None:
+        metadata = load_task_metadata(workspace)
+    tasks = _scan(tasks_file, TASK_COLUMNS, TASK_SCHEMA)
+    checkpoints = _scan(checkpoints_file, CHECKPOINT_COLUMNS, CHECKPOINT_SCHEMA)
+
+    run_task_ids = tasks.select(pl.col("task_id").unique()).collect()["task_id"]
+    unknown = sorted(set(run_task_ids.to_list()) - set(metadata.tasks["task_id"].to_list()))
+    if unknown:
+        raise ReportError(
+            f"run {run_id!r} has {len(unknown)} task(s) that {metadata.path} does not have "
+            f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}): the workspace's tasks changed "
+            "since the run; report it from the workspace it was run on")
+    fingerprint_hash = config.get("fingerprint", {}).get("dataset")
+    if fingerprint_hash is not None:
+        started_on = config.get("tasks")
+        current = metadata.dataset_hash(started_on if isinstance(started_on, int) else None)
+        if current != fingerprint_hash:
+            warnings.append(f"{metadata.path} changed since run {run_id!r} was made (dataset {fingerprint_hash}, "
+                            f"now {current}): input-token ranges, tool flags and reply types come from the current file")
+
+    meta = metadata.tasks.lazy().select("task_id", "task_category", "task_input_tokens", "ref_tool_calls",
+                                        "has_tool_calls")
+    tasks = (tasks.join(meta, on="task_id", how="left")
+             .with_columns(pl.coalesce("category", "task_category").alias("category"), pl.lit(run_id).alias("run_id"))
+             .drop("task_category"))
+    reference = (metadata.reference.lazy()
+                 .join(run_task_ids.to_frame().lazy(), on="task_id", how="semi"))
+    status = tasks.select("task_id", "attempt", "status")
+    checkpoints = (checkpoints
+                   .join(status, on=["task_id", "attempt"], how="left")
+                   .join(reference.select("task_id", "checkpoint", "ref_tool_calls"), on=["task_id", "checkpoint"],
+                         how="left")
+                   .with_columns(pl.lit(run_id).alias("run_id"),
+                                 (pl.col("ref_tool_calls") > 0).alias("ref_has_tool_calls")))
+    return Run(run_id=run_id, directory=directory, summary=summary, config=config, tasks=tasks,
+               checkpoints=checkpoints, reference=reference, warnings=tuple(warnings))
+
+
+def load_runs(workspace: Path, run_ids: Sequence[str]) -> list[Run]:
+    """:func:`load_run` for each id, in order, reading the task metadata once.
+    An id given twice raises :class:`ReportError`."""
+    if not run_ids:
+        raise ReportError("give at least one run id")
+    seen: set[str] = set()
+    for run_id in run_ids:
+        if run_id in seen:
+            raise ReportError(f"run {run_id!r} is given twice")
+        seen.add(run_id)
+        check_run_id(run_id)
+    for run_id in run_ids:
+        _run_files(workspace, run_id)  # a missing run fails before the task file is read
+    metadata = load_task_metadata(workspace)
+    return [load_run(workspace, run_id, metadata) for run_id in run_ids]
+
+
+# --------------------------------------------------------------------------
+# Prices
+# --------------------------------------------------------------------------
+
+SETTINGS_FILE = "cirrus.toml"
+
+
+@dataclass(frozen=True)
+class Price:
+    """What a million tokens of a model cost."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    currency: str = "USD"
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return input_tokens / 1e6 * self.input_per_mtok + output_tokens / 1e6 * self.output_per_mtok
+
+
+def parse_prices(table: Any, where: str = "prices") -> dict[str, Price]:
+    """``{model: Price}`` from a ``[prices]`` table::
+
+        [prices."qwen3-max"]
+        input_per_mtok = 1.2      # price of a million input tokens
+        output_per_mtok = 6.0
+        currency = "USD"          # optional, default USD
+
+    Entries may also be :class:`Price` objects already.  A malformed entry
+    raises :class:`ReportError` naming it.
+    """
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise ReportError(f"{where}: expected a table of models")
+    prices: dict[str, Price] = {}
+    for model, entry in table.items():
+        name = f'{where}."{model}"'
+        if isinstance(entry, Price):
+            prices[str(model)] = entry
+            continue
+        if not isinstance(entry, dict):
+            raise ReportError(f"{name}: expected a table with input_per_mtok and output_per_mtok")
+        unknown = sorted(set(entry) - {"input_per_mtok", "output_per_mtok", "currency"})
+        if unknown:
+            raise ReportError(f"{name}: unknown key(s) {', '.join(unknown)} (known: input_per_mtok, output_per_mtok, "
+                              "currency)")
+        values = {}
+        for key in ("input_per_mtok", "output_per_mtok"):
+            value = entry.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+                raise ReportError(f"{name}.{key}: expected a number >= 0, got {value!r}")
+            values[key] = float(value)
+        currency = entry.get("currency", "USD")
+        if not isinstance(currency, str) or not currency:
+            raise ReportError(f"{name}.currency: expected a currency name such as \"USD\"")
+        prices[str(model)] = Price(values["input_per_mtok"], values["output_per_mtok"], currency)
+    return prices
+
+
+def load_prices(workspace: Path, config: Path | None = None) -> dict[str, Price]:
+    """The ``[prices]`` table of ``config``, else of ``<workspace>/cirrus.toml``,
+    else of ``./cirrus.toml`` (the file ``cirrus eval`` reads); ``{}`` when
+    there is no file or no table.  A named ``config`` that does not exist, bad
+    TOML or a malformed entry raise :class:`ReportError`."""
+    import tomllib
+
+    candidates = [config] if config else [workspace / SETTINGS_FILE, Path.cwd() / SETTINGS_FILE]
+    path = next((p for p in candidates if p is not None and p.is_file()), None)
+    if config is not None and path is None:
+        raise ReportError(f"settings file {config} does not exist")
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ReportError(f"{path}: invalid TOML: {exc}") from exc
+    return parse_prices(data.get("prices"), f"{path}: prices")

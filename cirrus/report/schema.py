@@ -1,0 +1,214 @@
+"""The schema of the report tables: one place for column names, types and
+meanings.  ``docs/report-schema.md`` is generated from it
+(``python -m cirrus.report.schema docs/report-schema.md`` rewrites the part
+between the markers), and :func:`conform` makes every table written match it
+exactly: the documented columns, in the documented order, with the
+documented types, and ``schema_version`` first.
+
+Bump :data:`SCHEMA_VERSION` when a column is removed, renamed, retyped or
+changes meaning; adding a column at the end of a table is backward compatible
+and keeps the version.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+SCHEMA_VERSION = 1
+
+BEGIN_MARK = "<!-- BEGIN GENERATED: python -m cirrus.report.schema docs/report-schema.md -->"
+END_MARK = "<!-- END GENERATED -->"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType
+    meaning: str
+
+
+I64, F64, STR = pl.Int64(), pl.Float64(), pl.Utf8()
+
+_VERSION = Column("schema_version", I64, f"Version of this schema ({SCHEMA_VERSION}); the same in every row.")
+_RUN = Column("run_id", STR, "The run: `reports/<run_id>/` of the workspace.")
+_MODEL = Column("model", STR, "The agent under test (`model` of the run's `summary.json`).")
+_K = Column("k", I64, "K of pass@K and pass^K in this row (the run's `--pass-k` unless `cirrus report --k` overrides it).")
+_DIMENSION = Column("dimension", STR, "What the rows are grouped by: `category`, `checkpoints`, `input_tokens`, `tools` or `reply_type` (`overall` in intervals: the whole run).")
+_GROUP = Column("group", STR, "The group's label (see the dimension's section); `all` for `overall`.")
+_ORDER = Column("group_order", I64, "Position of the group in the paper's order (0-based); sort by it to print the table.")
+
+_COUNTS = (
+    Column("n_tasks", I64, "Distinct tasks with any row in the group, error rows included."),
+    Column("n_attempts", I64, "(task, attempt) rows in the group, error rows included."),
+    Column("n_ok", I64, "Rows with `status = ok`: the rows scored."),
+    Column("errors", I64, "Rows with `status = error` (infrastructure failures): counted, never scored."),
+    Column("n_tasks_k", I64, "Tasks with at least K ok attempts: those that enter pass@K and pass^K."),
+)
+_SCORES = (
+    Column("sr_pass1", F64, "SR pass@1: mean `success` over ok rows."),
+    Column("sr_pass_at_k", F64, "SR pass@K: mean over tasks with n >= K ok attempts of the unbiased estimator 1 - C(n-c, K)/C(n, K) (c successes)."),
+    Column("pass_hat_k", F64, "pass^K: mean over the same tasks of C(c, K)/C(n, K)."),
+    Column("atpr", F64, "ATPR: mean TPR (covered / K) over ok rows."),
+    Column("alj", F64, "ALJ: mean LJ (covered - accepted turns) over ok rows with covered >= 1."),
+    Column("anei", F64, "ANEI: mean NEI over ok rows with covered >= 1."),
+    Column("amtl", F64, "AMTL: mean MTL (mean output tokens of the accepted turns) over ok rows with covered >= 1."),
+)
+_TURNS = (
+    Column("tia", F64, "Mean TIA over the judged agent turns of ok rows (`checkpoints.parquet`): the turn called a tool exactly when the reference did."),
+    Column("tsa", F64, "Mean TSA over judged turns whose checkpoint has reference tool calls (TSA is null elsewhere)."),
+    Column("tev", F64, "Mean TEV over judged turns whose checkpoint has reference tool calls (TEV is null elsewhere)."),
+    Column("rr", F64, "Mean RR over judged turns: the judge found the reference reply's key information."),
+    Column("fluent", F64, "Share of fluency checks passed (turns where none was asked are left out)."),
+    Column("n_turns", I64, "Judged agent turns of ok rows (rows of `checkpoints.parquet`)."),
+)
+_USAGE = (
+    Column("avg_input_tokens", F64, "Mean agent input tokens per ok attempt (all model calls of the walk, from the API's usage)."),
+    Column("avg_output_tokens", F64, "Mean agent output tokens per ok attempt."),
+    Column("avg_wall_s", F64, "Mean wall time of an ok attempt, seconds."),
+)
+
+_TASK_GROUP_COLUMNS = (*_COUNTS, *_SCORES, *_TURNS, *_USAGE)
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "leaderboard": (
+        _VERSION, _RUN, _MODEL,
+        Column("judge", STR, "The coverage judge (`judge` of `summary.json`): scores are comparable across runs with the same judge."),
+        Column("fluency_checker", STR, "The fluency checker (`fluency` of `summary.json`)."),
+        Column("dataset", STR, "Hash of the tasks the run was started on (`fingerprint.dataset` of `run.json`): runs with the same hash ran the same tasks."),
+        _K, *_TASK_GROUP_COLUMNS,
+        Column("total_input_tokens", I64, "Agent input tokens summed over ok attempts."),
+        Column("total_output_tokens", I64, "Agent output tokens summed over ok attempts."),
+        Column("total_wall_s", F64, "Wall time summed over ok attempts, seconds (attempts run concurrently, so this is more than the run took)."),
+        Column("price_input_per_mtok", F64, "Price of a million input tokens from the `[prices.\"<model>\"]` table of `cirrus.toml`; null when the model has no price."),
+        Column("price_output_per_mtok", F64, "Price of a million output tokens; null when unknown."),
+        Column("currency", STR, "Currency of the prices (`currency` of the price entry, default `USD`); null when unknown."),
+        Column("cost_total", F64, "total_input_tokens / 1e6 * price_input_per_mtok + total_output_tokens / 1e6 * price_output_per_mtok: the agent's cost of the ok attempts (judge and fluency calls are not included; error attempts record no tokens); null when unknown."),
+        Column("cost_per_attempt", F64, "cost_total / n_ok; null when unknown or no attempt is ok."),
+    ),
+    "breakdown": (_VERSION, _RUN, _MODEL, _DIMENSION, _GROUP, _ORDER, _K, *_TASK_GROUP_COLUMNS),
+    "breakdown_reply_type": (
+        _VERSION, _RUN, _MODEL, _DIMENSION,
+        Column("group", STR, "The reference reply type of the checkpoint: Solution, Standard, Inquire, Clarify, Appease (others, from another annotator, follow)."),
+        _ORDER,
+        Column("n_tasks", I64, "Distinct tasks of the run with at least one checkpoint of this type."),
+        Column("n_ok", I64, "Ok attempts of those tasks."),
+        Column("errors", I64, "Error attempts of those tasks (not scored)."),
+        Column("n_reference", I64, "Reference checkpoints of this type, counted once per ok attempt: the opportunities."),
+        Column("n_reached", I64, "Of those, the checkpoints the walk reached: covered (also by a jump) or judged as the turn's target."),
+        Column("n_covered", I64, "Of those, the checkpoints covered (index <= the attempt's `covered`)."),
+        Column("n_judged", I64, "Agent turns judged against a checkpoint of this type (rows of `checkpoints.parquet`)."),
+        Column("n_accepted", I64, "Of those turns, the ones accepted."),
+        Column("acceptance_rate", F64, "n_accepted / n_judged: the share of turns accepted when the walk asked a checkpoint of this type (Figure 6)."),
+        Column("coverage_rate", F64, "n_covered / n_reference: the TPR of this type's checkpoints."),
+        Column("reach_rate", F64, "n_reached / n_reference: how far walks got, the share of this type's checkpoints the walk reached at all."),
+        Column("tia", F64, "Mean TIA over the judged turns of this type."),
+        Column("tsa", F64, "Mean TSA over the judged turns of this type with reference tool calls."),
+        Column("tev", F64, "Mean TEV over the judged turns of this type with reference tool calls."),
+        Column("rr", F64, "Mean RR over the judged turns of this type."),
+        Column("avg_stl", F64, "Mean STL (output tokens) of the accepted turns of this type."),
+    ),
+    "intervals": (
+        _VERSION, _RUN, _MODEL, _DIMENSION, _GROUP,
+        Column("metric", STR, "A column name of the leaderboard / breakdown tables (reply_type: acceptance_rate, coverage_rate, reach_rate)."),
+        Column("k", I64, "K of pass@K and pass^K (as in the leaderboard); null for `reply_type`, whose metrics have none."),
+        Column("estimate", F64, "The metric on the run's data: equal to the value in the leaderboard / breakdown table."),
+        Column("ci_low", F64, "Lower end of the percentile bootstrap interval (tasks resampled with replacement, all attempts of a task together)."),
+        Column("ci_high", F64, "Upper end of that interval."),
+        Column("se", F64, "Bootstrap standard error (standard deviation of the replicates)."),
+        Column("confidence", F64, "Confidence level of the interval (0.95)."),
+        Column("n_tasks", I64, "Tasks resampled: those of the group with at least one ok attempt."),
+        Column("n_boot", I64, "Bootstrap replicates in which the metric was defined (a replicate without e.g. any covered >= 1 row leaves ALJ undefined)."),
+        Column("seed", I64, "Seed of the resampling: the same inputs and seed give the same interval."),
+    ),
+    "paired": (
+        _VERSION,
+        Column("run_a", STR, "The first run (earlier on the command line)."),
+        Column("run_b", STR, "The second run."),
+        Column("model_a", STR, "Agent of run_a."),
+        Column("model_b", STR, "Agent of run_b."),
+        Column("metric", STR, "A leaderboard score column."),
+        Column("k", I64, "K of pass@K / pass^K: the smaller of the two runs' K unless `--k` is given."),
+        Column("n_tasks", I64, "Common tasks: those with at least one ok attempt in both runs; everything here is computed on them only."),
+        Column("estimate_a", F64, "The metric of run_a on the common tasks."),
+        Column("estimate_b", F64, "The metric of run_b on the common tasks."),
+        Column("diff", F64, "estimate_b - estimate_a."),
+        Column("ci_low", F64, "Lower end of the percentile interval of the difference, from a paired bootstrap (the same resampled tasks for both runs)."),
+        Column("ci_high", F64, "Upper end of that interval."),
+        Column("p_value", F64, "Two-sided bootstrap p-value of 'no difference': (1 + #{|d* - diff| >= |diff|}) / (1 + n_boot), d* the replicate differences (the bootstrap distribution shifted to the null). Small (< 0.05) means the gap is unlikely to be noise."),
+        Column("confidence", F64, "Confidence level of the interval (0.95)."),
+        Column("n_boot", I64, "Replicates in which the difference was defined."),
+        Column("seed", I64, "Seed of the resampling."),
+    ),
+}
+
+# file name -> table schema
+FILES: dict[str, str] = {
+    "leaderboard.parquet": "leaderboard",
+    "breakdown_category.parquet": "breakdown",
+    "breakdown_checkpoints.parquet": "breakdown",
+    "breakdown_input_tokens.parquet": "breakdown",
+    "breakdown_tools.parquet": "breakdown",
+    "breakdown_reply_type.parquet": "breakdown_reply_type",
+    "intervals.parquet": "intervals",
+    "paired.parquet": "paired",
+}
+
+
+def polars_schema(table: str) -> pl.Schema:
+    return pl.Schema({c.name: c.dtype for c in TABLES[table]})
+
+
+def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``df`` with exactly the documented columns of ``table``, in order and
+    cast to their types, ``schema_version`` set.  A documented column that is
+    missing, or a column that is not documented, is a programming error and
+    raises ``ValueError``."""
+    columns = TABLES[table]
+    df = df.with_columns(pl.lit(SCHEMA_VERSION, dtype=I64).alias("schema_version"))
+    names = [c.name for c in columns]
+    missing = [n for n in names if n not in df.columns]
+    extra = [n for n in df.columns if n not in names]
+    if missing or extra:
+        raise ValueError(f"table {table}: missing columns {missing}, undocumented columns {extra}")
+    return df.select(pl.col(c.name).cast(c.dtype) for c in columns)
+
+
+def empty(table: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=polars_schema(table))
+
+
+_DUCKDB_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Utf8: "VARCHAR", pl.Boolean: "BOOLEAN"}
+
+
+def markdown() -> str:
+    """The column tables of ``docs/report-schema.md``."""
+    lines: list[str] = [f"Schema version: **{SCHEMA_VERSION}**.", ""]
+    for table, columns in TABLES.items():
+        files = [name for name, schema in FILES.items() if schema == table]
+        lines += [f"### `{table}`", "", "Files: " + ", ".join(f"`{f}`" for f in files) + ".", "",
+                  "| column | type (Parquet / DuckDB) | meaning |", "| --- | --- | --- |"]
+        for c in columns:
+            sql = _DUCKDB_TYPES[type(c.dtype)]
+            parquet = {"BIGINT": "int64", "DOUBLE": "double", "VARCHAR": "string", "BOOLEAN": "boolean"}[sql]
+            meaning = c.meaning.replace("|", r"\|")
+            lines.append(f"| `{c.name}` | {parquet} / {sql} | {meaning} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_doc(text: str) -> str:
+    """``text`` with the generated part replaced by :func:`markdown`."""
+    head, sep, rest = text.partition(BEGIN_MARK)
+    _, sep2, tail = rest.partition(END_MARK)
+    if not sep or not sep2:
+        raise ValueError("the schema document has no generated section markers")
+    return f"{head}{BEGIN_MARK}\n\n{markdown()}\n{END_MARK}{tail}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    doc = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/report-schema.md")
+    doc.write_text(render_doc(doc.read_text(encoding="utf-8")), encoding="utf-8")

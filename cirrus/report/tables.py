@@ -1,0 +1,400 @@
+"""The analyst-facing tables, as pure functions of loaded runs.
+
+* :func:`leaderboard`: one row per run;
+* :func:`breakdown_by`: one row per (run, group) for a dimension of the
+  CirrusBench paper's tables: ``category`` (Table 6), ``checkpoints``
+  (Table 5: 1, 2, 3, 4, 5+), ``input_tokens`` (Table 4: 0-8k, 8k-16k, 16k+
+  tokens of task context), ``tools`` (Table 3: tasks whose reference used
+  tools or not) and ``reply_type`` (Figure 6, over checkpoints);
+* :func:`task_stats`: per (run, group, task) sums and counts of every
+  metric, from which every group's metric is sum / count; the bootstrap of
+  :mod:`cirrus.report.uncertainty` resamples these rows.
+
+Only ``status = ok`` rows are scored; error rows are counted.  The scores of a
+group (SR pass@1 / pass@K, pass^K, ATPR, ALJ, ANEI, AMTL) come from
+:func:`cirrus.metrics.dataset_metrics` on the group's rows, so they are the
+numbers ``summary.json`` holds for the whole run; everything else is polars
+over lazy frames.  Column meanings: :mod:`cirrus.report.schema` and
+``docs/report-schema.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from cirrus.metrics import AttemptRow, dataset_metrics, pass_at_k, pass_hat_k
+from cirrus.report.loading import Price, ReportError, Run, parse_prices
+from cirrus.report.schema import conform
+from cirrus.schema import REPLY_TYPES
+
+OVERALL = "overall"
+TASK_DIMENSIONS = ("category", "checkpoints", "input_tokens", "tools")
+DIMENSIONS = (*TASK_DIMENSIONS, "reply_type")
+
+TOKEN_EDGES = (8_000, 16_000)  # task input tokens: [0, 8000), [8000, 16000), [16000, inf)
+CHECKPOINT_GROUPS = ("1", "2", "3", "4", "5+")
+TOKEN_GROUPS = ("0-8k", "8k-16k", "16k+")
+TOOL_GROUPS = ("with_tool_calls", "without_tool_calls")
+UNKNOWN = "unknown"
+
+# the metrics every task-level group has, in table order
+SCORE_METRICS = ("sr_pass1", "sr_pass_at_k", "pass_hat_k", "atpr", "alj", "anei", "amtl")
+TURN_METRICS = ("tia", "tsa", "tev", "rr")
+HEADLINE_METRICS = (*SCORE_METRICS, *TURN_METRICS)
+REPLY_TYPE_METRICS = ("acceptance_rate", "coverage_rate", "reach_rate")
+
+_ATTEMPT_FIELDS = ("task_id", "attempt", "status", "covered", "checkpoints", "accepted_turns", "tpr", "lj", "nei",
+                   "mtl", "success")
+_OK = pl.col("status") == "ok"
+
+
+# --------------------------------------------------------------------------
+# Groups
+# --------------------------------------------------------------------------
+
+
+def group_label(dimension: str) -> pl.Expr:
+    """The group of a ``Run.tasks`` row for a task-level dimension (or
+    ``overall``), as a string expression named ``group``."""
+    if dimension == OVERALL:
+        label = pl.lit("all")
+    elif dimension == "category":
+        label = pl.col("category").fill_null(UNKNOWN)
+    elif dimension == "checkpoints":
+        label = pl.when(pl.col("checkpoints") >= 5).then(pl.lit("5+")).otherwise(pl.col("checkpoints").cast(pl.Utf8))
+    elif dimension == "input_tokens":
+        tokens = pl.col("task_input_tokens")
+        label = (pl.when(tokens.is_null()).then(pl.lit(UNKNOWN))
+                 .when(tokens < TOKEN_EDGES[0]).then(pl.lit(TOKEN_GROUPS[0]))
+                 .when(tokens < TOKEN_EDGES[1]).then(pl.lit(TOKEN_GROUPS[1]))
+                 .otherwise(pl.lit(TOKEN_GROUPS[2])))
+    elif dimension == "tools":
+        label = (pl.when(pl.col("has_tool_calls").is_null()).then(pl.lit(UNKNOWN))
+                 .when(pl.col("has_tool_calls")).then(pl.lit(TOOL_GROUPS[0]))
+                 .otherwise(pl.lit(TOOL_GROUPS[1])))
+    else:
+        raise ValueError(f"unknown task-level dimension {dimension!r}; choose one of {', '.join(TASK_DIMENSIONS)}")
+    return label.alias("group")
+
+
+def fixed_groups(dimension: str) -> tuple[str, ...]:
+    """The groups a dimension always shows (in the paper's order), with zero
+    counts when the run has no task in them; others found in the data follow
+    in alphabetical order (``unknown`` last)."""
+    return {OVERALL: ("all",), "checkpoints": CHECKPOINT_GROUPS, "input_tokens": TOKEN_GROUPS,
+            "tools": TOOL_GROUPS, "reply_type": REPLY_TYPES}.get(dimension, ())
+
+
+def ordered_groups(dimension: str, found: Sequence[str]) -> list[str]:
+    fixed = list(fixed_groups(dimension))
+    others = sorted((g for g in set(found) if g not in fixed), key=lambda g: (g == UNKNOWN, g))
+    return fixed + others
+
+
+def check_k(k: int | None) -> None:
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+
+
+# --------------------------------------------------------------------------
+# Per-task sufficient statistics
+# --------------------------------------------------------------------------
+
+
+def _pass_values(counts: pl.DataFrame, k: int) -> pl.DataFrame:
+    """pass@k and pass^k of each distinct (n, c), by the estimators of
+    :mod:`cirrus.metrics`; null where n < k."""
+    pairs = counts.select("n_ok", "c").unique()
+    rows = [{"n_ok": n, "c": c,
+             "p_at_k": pass_at_k(n, c, k) if n >= k else None,
+             "p_hat_k": pass_hat_k(n, c, k) if n >= k else None}
+            for n, c in pairs.iter_rows()]
+    return pl.DataFrame(rows, schema={"n_ok": pl.Int64, "c": pl.Int64, "p_at_k": pl.Float64, "p_hat_k": pl.Float64})
+
+
+def _score_task_stats(run: Run, dimension: str, k: int) -> pl.DataFrame:
+    attempts = run.tasks.with_columns(group_label(dimension)).filter(_OK)
+    reached = pl.col("covered") >= 1
+    has_mtl = pl.col("mtl").is_finite().fill_null(False)  # dataset_metrics skips a missing (or NaN) MTL
+    per_task = (attempts.group_by("group", "task_id").agg(
+        pl.len().cast(pl.Int64).alias("n_ok"),
+        pl.col("success").cast(pl.Int64).sum().alias("c"),
+        pl.col("tpr").sum().alias("atpr__sum"),
+        pl.len().cast(pl.Float64).alias("atpr__n"),
+        pl.col("success").cast(pl.Float64).sum().alias("sr_pass1__sum"),
+        pl.len().cast(pl.Float64).alias("sr_pass1__n"),
+        pl.col("lj").filter(reached).cast(pl.Float64).sum().alias("alj__sum"),
+        reached.cast(pl.Float64).sum().alias("alj__n"),
+        pl.col("nei").filter(reached).sum().alias("anei__sum"),
+        reached.cast(pl.Float64).sum().alias("anei__n"),
+        pl.col("mtl").filter(reached & has_mtl).sum().alias("amtl__sum"),
+        (reached & has_mtl).cast(pl.Float64).sum().alias("amtl__n"),
+    ).collect())
+    passes = _pass_values(per_task, k)
+    per_task = per_task.join(passes, on=["n_ok", "c"], how="left").with_columns(
+        pl.col("p_at_k").fill_null(0.0).alias("sr_pass_at_k__sum"),
+        pl.col("p_at_k").is_not_null().cast(pl.Float64).alias("sr_pass_at_k__n"),
+        pl.col("p_hat_k").fill_null(0.0).alias("pass_hat_k__sum"),
+        pl.col("p_hat_k").is_not_null().cast(pl.Float64).alias("pass_hat_k__n"),
+    ).drop("p_at_k", "p_hat_k")
+    turns = (run.checkpoints.filter(_OK)
+             .join(attempts.select("task_id", "attempt", "group"), on=["task_id", "attempt"], how="inner")
+             .group_by("group", "task_id")
+             .agg(*(e for m in TURN_METRICS for e in (
+                 pl.col(m).cast(pl.Float64).sum().alias(f"{m}__sum"),
+                 pl.col(m).is_not_null().cast(pl.Float64).sum().alias(f"{m}__n"))))
+             .collect())
+    per_task = per_task.join(turns, on=["group", "task_id"], how="left").with_columns(
+        pl.col(f"{m}__{part}").fill_null(0.0) for m in TURN_METRICS for part in ("sum", "n"))
+    return per_task
+
+
+def _reply_type_task_stats(run: Run) -> pl.DataFrame:
+    ok = run.tasks.filter(_OK).select("task_id", "attempt", "covered")
+    horizon = run.checkpoints.group_by("task_id", "attempt").agg(pl.col("checkpoint").max().alias("max_judged"))
+    opportunities = (ok.join(run.reference, on="task_id", how="inner")
+                     .join(horizon, on=["task_id", "attempt"], how="left")
+                     .with_columns(
+                         (pl.col("checkpoint") <= pl.col("covered")).alias("is_covered"),
+                         (pl.col("checkpoint") <= pl.max_horizontal("covered", pl.col("max_judged").fill_null(0)))
+                         .alias("is_reached"))
+                     .group_by(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("group"), "task_id")
+                     .agg(pl.len().cast(pl.Float64).alias("n_reference"),
+                          pl.col("is_covered").cast(pl.Float64).sum().alias("n_covered"),
+                          pl.col("is_reached").cast(pl.Float64).sum().alias("n_reached")))
+    accepted = pl.col("accepted").fill_null(False)
+    judged = (run.checkpoints.filter(_OK)
+              .group_by(pl.col("reply_type").fill_null(UNKNOWN).alias("group"), "task_id")
+              .agg(pl.len().cast(pl.Float64).alias("n_judged"),
+                   accepted.cast(pl.Float64).sum().alias("n_accepted"),
+                   *(e for m in TURN_METRICS for e in (
+                       pl.col(m).cast(pl.Float64).sum().alias(f"{m}__sum"),
+                       pl.col(m).is_not_null().cast(pl.Float64).sum().alias(f"{m}__n"))),
+                   pl.col("stl").filter(accepted).cast(pl.Float64).sum().alias("avg_stl__sum"),
+                   accepted.cast(pl.Float64).sum().alias("avg_stl__n")))
+    stats = opportunities.join(judged, on=["group", "task_id"], how="full", coalesce=True).collect()
+    numeric = [c for c in stats.columns if c not in ("group", "task_id")]
+    return stats.with_columns(pl.col(numeric).fill_null(0.0)).with_columns(
+        pl.col("n_accepted").alias("acceptance_rate__sum"), pl.col("n_judged").alias("acceptance_rate__n"),
+        pl.col("n_covered").alias("coverage_rate__sum"), pl.col("n_reference").alias("coverage_rate__n"),
+        pl.col("n_reached").alias("reach_rate__sum"), pl.col("n_reference").alias("reach_rate__n"),
+    )
+
+
+def task_stats(runs: Sequence[Run], dimension: str = OVERALL, k: int | None = None) -> pl.DataFrame:
+    """One row per (run, group, task) with at least one ok attempt:
+    ``run_id``, ``group``, ``task_id`` and, for every metric ``m`` of the
+    dimension, ``m__sum`` and ``m__n`` such that the group's metric is
+    ``sum(m__sum) / sum(m__n)`` over its tasks (undefined when the count is
+    0).  For a task-level dimension (or ``overall``) the metrics are
+    :data:`HEADLINE_METRICS`; for ``reply_type`` :data:`REPLY_TYPE_METRICS`,
+    the turn metrics and ``avg_stl``.
+
+    * ATPR, SR pass@1: sum of TPR / success over the task's ok attempts,
+      count = its ok attempts;
+    * ALJ, ANEI (AMTL): sums over the ok attempts with covered >= 1 (and an
+      MTL), count = those attempts;
+    * SR pass@K, pass^K: the task's estimator value (:func:`pass_at_k`,
+      :func:`pass_hat_k`), count 1, when it has n >= K ok attempts; else 0, 0;
+    * TIA, TSA, TEV, RR: sum of true verdicts over the judged turns of the
+      task's ok attempts, count = turns where the verdict is not null.
+
+    ``k``: K of pass@K (default: each run's own).
+    """
+    check_k(k)
+    frames = []
+    for run in runs:
+        if dimension == "reply_type":
+            stats = _reply_type_task_stats(run)
+        else:
+            stats = _score_task_stats(run, dimension, k or run.k)
+        frames.append(stats.with_columns(pl.lit(run.run_id).alias("run_id")))
+    frame = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    if frame.is_empty() and not frame.columns:
+        return frame
+    first = ["run_id", "group", "task_id"]
+    return frame.select(*first, *(c for c in frame.columns if c not in first)).sort(first)
+
+
+def ratio(metric: str) -> pl.Expr:
+    """``sum(metric__sum) / sum(metric__n)`` as an aggregation (null when the
+    count is 0)."""
+    total = pl.col(f"{metric}__n").sum()
+    return pl.when(total > 0).then(pl.col(f"{metric}__sum").sum() / total).otherwise(None).alias(metric)
+
+
+# --------------------------------------------------------------------------
+# Task-level groups (overall, category, checkpoints, input_tokens, tools)
+# --------------------------------------------------------------------------
+
+
+def _scores(run: Run, attempts: pl.DataFrame, k: int) -> dict[str, Any]:
+    rows = [AttemptRow(**row) for row in attempts.select(_ATTEMPT_FIELDS).iter_rows(named=True)]
+    try:
+        metrics = dataset_metrics(rows, k)
+    except ValueError as exc:
+        raise ReportError(f"{run.directory / 'tasks.parquet'}: {exc}") from exc
+    return {"n_tasks": metrics.n_tasks, "n_attempts": len(rows), "n_ok": metrics.n_ok, "errors": metrics.errors,
+            "n_tasks_k": metrics.n_tasks_k, "sr_pass1": metrics.sr_pass1, "sr_pass_at_k": metrics.pass_at_k,
+            "pass_hat_k": metrics.pass_hat_k, "atpr": metrics.atpr, "alj": metrics.alj, "anei": metrics.anei,
+            "amtl": metrics.amtl}
+
+
+_SCORES_SCHEMA = {"group": pl.Utf8, "group_order": pl.Int64, "n_tasks": pl.Int64, "n_attempts": pl.Int64,
+                  "n_ok": pl.Int64, "errors": pl.Int64, "n_tasks_k": pl.Int64, **{m: pl.Float64 for m in SCORE_METRICS}}
+
+
+def _task_groups(run: Run, dimension: str, k: int) -> pl.DataFrame:
+    """The task-level columns of one run's groups (schema ``breakdown``
+    without ``schema_version``), plus the usage sums the leaderboard needs."""
+    attempts = run.tasks.with_columns(group_label(dimension))
+    collected = attempts.collect()
+    parts = {key[0]: frame for key, frame in collected.partition_by("group", as_dict=True).items()}
+    groups = ordered_groups(dimension, list(parts))
+    empty = collected.clear()
+    rows = [{"group": g, "group_order": i, **_scores(run, parts.get(g, empty), k)} for i, g in enumerate(groups)]
+    scores = pl.DataFrame(rows, schema=_SCORES_SCHEMA)
+    usage = (attempts.filter(_OK).group_by("group").agg(
+        pl.col("input_tokens").mean().alias("avg_input_tokens"),
+        pl.col("output_tokens").mean().alias("avg_output_tokens"),
+        pl.col("wall_s").mean().alias("avg_wall_s"),
+        pl.col("input_tokens").sum().alias("total_input_tokens"),
+        pl.col("output_tokens").sum().alias("total_output_tokens"),
+        pl.col("wall_s").sum().alias("total_wall_s"),
+    ))
+    turns = (run.checkpoints.filter(_OK)
+             .join(attempts.select("task_id", "attempt", "group"), on=["task_id", "attempt"], how="inner")
+             .group_by("group").agg(*(pl.col(m).cast(pl.Float64).mean().alias(m) for m in (*TURN_METRICS, "fluent")),
+                                    pl.len().cast(pl.Int64).alias("n_turns")))
+    joined = (scores.lazy().join(usage, on="group", how="left").join(turns, on="group", how="left")
+              .with_columns(pl.col("n_turns").fill_null(0), pl.col("total_input_tokens").fill_null(0),
+                            pl.col("total_output_tokens").fill_null(0), pl.col("total_wall_s").fill_null(0.0))
+              .sort("group_order").collect())
+    return joined.with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(run.model).alias("model"),
+                               pl.lit(dimension).alias("dimension"), pl.lit(k, dtype=pl.Int64).alias("k"))
+
+
+def breakdown_by(runs: Sequence[Run], dimension: str, k: int | None = None) -> pl.DataFrame:
+    """One row per (run, group) of ``dimension`` (one of :data:`DIMENSIONS`),
+    runs in the given order, groups in :func:`fixed_groups` order then the
+    others; the columns of schema ``breakdown`` (``breakdown_reply_type`` for
+    ``reply_type``).
+
+    Groups of the task-level dimensions:
+
+    * ``category``: the task's service category (``unknown`` when it has none);
+    * ``checkpoints``: the task's number of checkpoints K: ``1`` .. ``4``, ``5+``;
+    * ``input_tokens``: ``stats.input_tokens`` of the task (its context
+      before the agent answers): ``0-8k`` (< 8,000), ``8k-16k`` (< 16,000),
+      ``16k+``;
+    * ``tools``: ``with_tool_calls`` when any reference checkpoint of the
+      task has a tool call, else ``without_tool_calls``.
+
+    ``reply_type`` groups checkpoints, not tasks, by their reference reply
+    type; see :mod:`cirrus.report.schema` for its columns.
+
+    ``k``: K of pass@K (default: each run's own).
+    """
+    check_k(k)
+    if dimension == "reply_type":
+        return _reply_type_breakdown(runs)
+    if dimension not in TASK_DIMENSIONS:
+        raise ValueError(f"unknown dimension {dimension!r}; choose one of {', '.join(DIMENSIONS)}")
+    frames = [_task_groups(run, dimension, k or run.k) for run in runs]
+    frame = pl.concat(frames, how="diagonal_relaxed")
+    return conform(frame.drop("total_input_tokens", "total_output_tokens", "total_wall_s"), "breakdown")
+
+
+def _reply_type_breakdown(runs: Sequence[Run]) -> pl.DataFrame:
+    frames = []
+    for run in runs:
+        stats = _reply_type_task_stats(run)
+        sums = ("n_reference", "n_reached", "n_covered", "n_judged", "n_accepted")
+        grouped = stats.group_by("group").agg(
+            *(pl.col(c).sum().cast(pl.Int64) for c in sums),
+            *(ratio(m) for m in (*REPLY_TYPE_METRICS, *TURN_METRICS, "avg_stl")))
+        # tasks and attempts per type, error attempts included
+        types = run.reference.select(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("group"), "task_id").unique()
+        attempts = (run.tasks.select("task_id", "status").join(types, on="task_id", how="inner")
+                    .group_by("group").agg(pl.col("task_id").n_unique().cast(pl.Int64).alias("n_tasks"),
+                                           _OK.sum().cast(pl.Int64).alias("n_ok"),
+                                           (~_OK).sum().cast(pl.Int64).alias("errors"))
+                    .collect())
+        found = set(grouped["group"].to_list()) | set(attempts["group"].to_list())
+        order = pl.DataFrame({"group": ordered_groups("reply_type", list(found))}).with_row_index("group_order")
+        frame = (order.join(attempts, on="group", how="left").join(grouped, on="group", how="left")
+                 .with_columns(pl.col(c).fill_null(0) for c in ("n_tasks", "n_ok", "errors", *sums))
+                 .with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(run.model).alias("model"),
+                               pl.lit("reply_type").alias("dimension")))
+        frames.append(frame.sort("group_order"))
+    return conform(pl.concat(frames, how="diagonal_relaxed"), "breakdown_reply_type")
+
+
+# --------------------------------------------------------------------------
+# Leaderboard
+# --------------------------------------------------------------------------
+
+
+def _price(run: Run, prices: Mapping[str, Price]) -> Price | None:
+    if run.model in prices:
+        return prices[run.model]
+    role = run.config.get("fingerprint", {}).get("agent_role")
+    model = role.get("model") if isinstance(role, dict) else None
+    return prices.get(model) if isinstance(model, str) else None
+
+
+def leaderboard(runs: Sequence[Run], k: int | None = None,
+                prices: Mapping[str, Price | Mapping[str, Any]] | None = None) -> pl.DataFrame:
+    """One row per run, in the given order (schema ``leaderboard``): the
+    run's scores over all its tasks (as in its ``summary.json``), turn
+    metrics, usage, and cost where ``prices`` (``{model: Price}`` or the
+    ``[prices]`` table of ``cirrus.toml`` as a dict) knows the model
+    (``summary.json``'s ``model``, else the agent role's ``model`` in
+    ``run.json``); cost columns are null otherwise.
+
+    ``k``: K of pass@K (default: each run's own).
+    """
+    check_k(k)
+    parsed = parse_prices(dict(prices or {}))
+    rows = []
+    for run in runs:
+        frame = _task_groups(run, OVERALL, k or run.k)
+        price = _price(run, parsed)
+        row = frame.row(0, named=True)
+        cost = price.cost(row["total_input_tokens"], row["total_output_tokens"]) if price else None
+        rows.append(frame.drop("dimension", "group", "group_order").with_columns(
+            pl.lit(run.summary.get("judge"), dtype=pl.Utf8).alias("judge"),
+            pl.lit(run.summary.get("fluency"), dtype=pl.Utf8).alias("fluency_checker"),
+            pl.lit(run.dataset, dtype=pl.Utf8).alias("dataset"),
+            pl.lit(price.input_per_mtok if price else None, dtype=pl.Float64).alias("price_input_per_mtok"),
+            pl.lit(price.output_per_mtok if price else None, dtype=pl.Float64).alias("price_output_per_mtok"),
+            pl.lit(price.currency if price else None, dtype=pl.Utf8).alias("currency"),
+            pl.lit(cost, dtype=pl.Float64).alias("cost_total"),
+            pl.lit(cost / row["n_ok"] if cost is not None and row["n_ok"] else None,
+                   dtype=pl.Float64).alias("cost_per_attempt"),
+        ))
+    return conform(pl.concat(rows, how="diagonal_relaxed"), "leaderboard")
+
+
+def summary_mismatches(run: Run, row: Mapping[str, Any], tolerance: float = 1e-9) -> list[str]:
+    """Where a leaderboard ``row`` computed with the run's own K disagrees
+    with its ``summary.json`` (empty when they agree): a sign that the run's
+    files were changed after it finished."""
+    summary = run.summary
+    expected = {"n_tasks": summary.get("n_tasks"), "errors": summary.get("errors"), "atpr": summary.get("atpr"),
+                "alj": summary.get("alj"), "anei": summary.get("anei"), "amtl": summary.get("amtl"),
+                "sr_pass1": (summary.get("sr") or {}).get("pass@1")}
+    if row["k"] != 1:
+        expected["sr_pass_at_k"] = (summary.get("sr") or {}).get(f"pass@{row['k']}")
+    expected["pass_hat_k"] = summary.get(f"pass^{row['k']}")
+    problems = []
+    for name, want in expected.items():
+        got = row[name]
+        if want is None and got is None:
+            continue
+        if want is None or got is None or abs(float(want) - float(got)) > tolerance:
+            problems.append(f"{name}: summary.json has {want!r}, the run's rows give {got!r}")
+    return problems

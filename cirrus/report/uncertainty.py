@@ -1,0 +1,308 @@
+"""Bootstrap uncertainty: how much a score would move on another draw of
+tasks.
+
+The unit resampled is the **task**: a replicate draws as many tasks as there
+are, with replacement, and all attempts (and judged turns) of a drawn task go
+with it, since attempts of one task are not independent.  Every metric of
+the report is a ratio of per-task sums, ``sum_t S_t / sum_t N_t`` (see
+:func:`cirrus.report.tables.task_stats`), so a replicate with task counts
+``w`` (how often each task was drawn) is ``w @ S / w @ N``: the whole
+bootstrap is a few matrix products, computed in chunks to bound memory.
+
+Core functions (pure numpy, no I/O):
+
+* :func:`ratio_bootstrap`: percentile confidence intervals of ratio metrics;
+* :func:`paired_bootstrap`: the difference of two runs on common tasks, with
+  the same resampled tasks for both, and a two-sided p-value;
+* :func:`bootstrap_mean`: the interval of a plain mean of per-task values.
+
+Table builders: :func:`intervals` and :func:`paired` (schemas ``intervals``
+and ``paired`` of :mod:`cirrus.report.schema`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+
+from cirrus.report.loading import Run
+from cirrus.report.schema import conform, empty
+from cirrus.report.tables import (
+    DIMENSIONS,
+    HEADLINE_METRICS,
+    OVERALL,
+    REPLY_TYPE_METRICS,
+    TASK_DIMENSIONS,
+    check_k,
+    ordered_groups,
+    task_stats,
+)
+
+DEFAULT_N_BOOT = 2000
+DEFAULT_SEED = 0
+DEFAULT_CONFIDENCE = 0.95
+_CELLS_PER_CHUNK = 1 << 22  # replicates x tasks held at once (32 MiB of float64)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Per metric (arrays of shape ``(M,)``; NaN where undefined):
+    ``estimate`` on the data, percentile interval ``low`` .. ``high``,
+    bootstrap standard error ``se``, and ``n_valid`` replicates in which the
+    metric was defined."""
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    se: np.ndarray
+    n_valid: np.ndarray
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Per metric: ``estimate_a``, ``estimate_b`` on the common tasks,
+    ``diff = estimate_b - estimate_a``, its percentile interval ``low`` ..
+    ``high``, two-sided ``p_value`` of "no difference", ``n_valid``."""
+
+    estimate_a: np.ndarray
+    estimate_b: np.ndarray
+    diff: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    p_value: np.ndarray
+    n_valid: np.ndarray
+
+
+def _check(n_boot: int, confidence: float) -> None:
+    if not isinstance(n_boot, int) or isinstance(n_boot, bool) or n_boot < 1:
+        raise ValueError(f"n_boot must be an int >= 1, got {n_boot!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+
+
+def _as_matrix(values: np.ndarray | Sequence, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a (tasks,) or (tasks, metrics) array")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    return array
+
+
+def resample_counts(n_items: int, n_boot: int, seed: int | np.random.Generator) -> Iterator[np.ndarray]:
+    """Chunks of a ``(n_boot, n_items)`` matrix of bootstrap counts: row
+    ``b`` says how often each item was drawn in replicate ``b`` (``n_items``
+    draws with replacement; each row sums to ``n_items``).  The same seed
+    gives the same matrix whatever the chunking."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    chunk = max(1, min(n_boot, _CELLS_PER_CHUNK // max(n_items, 1)))
+    for start in range(0, n_boot, chunk):
+        size = min(chunk, n_boot - start)
+        drawn = rng.integers(0, n_items, size=(size, n_items))
+        offsets = (drawn + np.arange(size)[:, None] * n_items).ravel()
+        yield np.bincount(offsets, minlength=size * n_items).reshape(size, n_items).astype(np.float64)
+
+
+def _ratios(numerators: np.ndarray, denominators: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominators > 0, numerators / np.where(denominators > 0, denominators, 1.0), np.nan)
+
+
+def _replicates(sums: np.ndarray, counts: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, M)`` replicate ratios, NaN where a replicate's count is 0."""
+    out = np.empty((n_boot, sums.shape[1]))
+    start = 0
+    for weights in resample_counts(sums.shape[0], n_boot, seed):
+        out[start:start + len(weights)] = _ratios(weights @ sums, weights @ counts)
+        start += len(weights)
+    return out
+
+
+def _percentiles(replicates: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    alpha = (1 - confidence) / 2
+    valid = np.isfinite(replicates)
+    n_valid = valid.sum(axis=0)
+    low = np.full(replicates.shape[1], np.nan)
+    high = low.copy()
+    se = low.copy()
+    for m in np.flatnonzero(n_valid):
+        column = replicates[valid[:, m], m]
+        low[m], high[m] = np.quantile(column, [alpha, 1 - alpha])
+        se[m] = column.std(ddof=1) if len(column) > 1 else 0.0
+    return low, high, se, n_valid
+
+
+def ratio_bootstrap(sums: np.ndarray | Sequence, counts: np.ndarray | Sequence, *, n_boot: int = DEFAULT_N_BOOT,
+                    seed: int = DEFAULT_SEED, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """Percentile bootstrap intervals of the ratio metrics
+    ``sum_t sums[t, m] / sum_t counts[t, m]``, resampling the rows (tasks).
+
+    ``sums``, ``counts``: ``(T, M)`` (or ``(T,)`` for one metric) arrays of
+    finite values, counts >= 0.  A metric with no count is NaN throughout.
+    """
+    _check(n_boot, confidence)
+    sums, counts = _as_matrix(sums, "sums"), _as_matrix(counts, "counts")
+    if sums.shape != counts.shape:
+        raise ValueError(f"sums {sums.shape} and counts {counts.shape} differ in shape")
+    estimate = _ratios(sums.sum(axis=0), counts.sum(axis=0))
+    if sums.shape[0] == 0:
+        nan = np.full(sums.shape[1], np.nan)
+        return Interval(estimate, nan, nan.copy(), nan.copy(), np.zeros(sums.shape[1], dtype=np.int64))
+    low, high, se, n_valid = _percentiles(_replicates(sums, counts, n_boot, seed), confidence)
+    return Interval(estimate, low, high, se, n_valid)
+
+
+def bootstrap_mean(values: np.ndarray | Sequence, *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
+                   confidence: float = DEFAULT_CONFIDENCE) -> Interval:
+    """The interval of the mean of one value per task (``(T,)`` or
+    ``(T, M)``)."""
+    values = _as_matrix(values, "values")
+    return ratio_bootstrap(values, np.ones_like(values), n_boot=n_boot, seed=seed, confidence=confidence)
+
+
+def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Sequence,
+                     sums_b: np.ndarray | Sequence, counts_b: np.ndarray | Sequence, *,
+                     n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
+                     confidence: float = DEFAULT_CONFIDENCE) -> PairedDifference:
+    """Paired bootstrap of ``metric(b) - metric(a)`` over the same tasks
+    (row ``t`` of every array is the same task): each replicate draws tasks
+    once and scores both runs on them, so what the runs share (a task that is
+    hard for both) cancels out.
+
+    p-value (two-sided, of "no difference"): the bootstrap distribution of
+    the difference shifted to mean zero under the null,
+    ``(1 + #{|d* - d| >= |d|}) / (1 + n_valid)`` with ``d`` the observed
+    difference and ``d*`` the replicates.  Identical runs give 1; a
+    difference seen in (nearly) every replicate gives about ``1 / n_boot``.
+    """
+    _check(n_boot, confidence)
+    arrays = [_as_matrix(x, name) for x, name in ((sums_a, "sums_a"), (counts_a, "counts_a"),
+                                                   (sums_b, "sums_b"), (counts_b, "counts_b"))]
+    if len({a.shape for a in arrays}) != 1:
+        raise ValueError(f"paired arrays differ in shape: {[a.shape for a in arrays]}")
+    sums_a, counts_a, sums_b, counts_b = arrays
+    metrics = sums_a.shape[1]
+    estimate_a = _ratios(sums_a.sum(axis=0), counts_a.sum(axis=0))
+    estimate_b = _ratios(sums_b.sum(axis=0), counts_b.sum(axis=0))
+    diff = estimate_b - estimate_a
+    nan = np.full(metrics, np.nan)
+    if sums_a.shape[0] == 0:
+        return PairedDifference(estimate_a, estimate_b, diff, nan, nan.copy(), nan.copy(),
+                                np.zeros(metrics, dtype=np.int64))
+    both = _replicates(np.hstack([sums_a, sums_b]), np.hstack([counts_a, counts_b]), n_boot, seed)
+    replicates = both[:, metrics:] - both[:, :metrics]
+    low, high, _, n_valid = _percentiles(replicates, confidence)
+    p_value = nan.copy()
+    for m in np.flatnonzero(n_valid):
+        if not np.isfinite(diff[m]):
+            continue
+        d = replicates[np.isfinite(replicates[:, m]), m]
+        # a tolerance so that float noise around a zero difference counts as "as extreme"
+        tolerance = 1e-12 * max(1.0, abs(diff[m]))
+        extreme = np.count_nonzero(np.abs(d - diff[m]) >= abs(diff[m]) - tolerance)
+        p_value[m] = min(1.0, (1 + extreme) / (1 + len(d)))
+    return PairedDifference(estimate_a, estimate_b, diff, low, high, p_value, n_valid)
+
+
+# --------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------
+
+
+def _metrics(dimension: str) -> tuple[str, ...]:
+    return REPLY_TYPE_METRICS if dimension == "reply_type" else HEADLINE_METRICS
+
+
+def _arrays(stats: pl.DataFrame, metrics: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    sums = stats.select(f"{m}__sum" for m in metrics).to_numpy().astype(np.float64)
+    counts = stats.select(f"{m}__n" for m in metrics).to_numpy().astype(np.float64)
+    return sums.reshape(len(stats), len(metrics)), counts.reshape(len(stats), len(metrics))
+
+
+def _value(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def intervals(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
+              confidence: float = DEFAULT_CONFIDENCE,
+              dimensions: Sequence[str] = (OVERALL, *DIMENSIONS)) -> pl.DataFrame:
+    """Bootstrap intervals (schema ``intervals``): for every run, every
+    dimension in ``dimensions`` (``overall`` = the whole run) and every group
+    with at least one ok attempt, one row per metric: the headline metrics
+    (:data:`~cirrus.report.tables.HEADLINE_METRICS`) for task-level
+    dimensions, :data:`~cirrus.report.tables.REPLY_TYPE_METRICS` for
+    ``reply_type``.  Each (run, dimension, group) is resampled on its own
+    tasks with ``seed``."""
+    _check(n_boot, confidence)
+    check_k(k)
+    rows = []
+    for dimension in dimensions:
+        if dimension not in (OVERALL, *DIMENSIONS):
+            raise ValueError(f"unknown dimension {dimension!r}")
+        metrics = _metrics(dimension)
+        for run in runs:
+            run_k = k or run.k
+            stats = task_stats([run], dimension, run_k)
+            if stats.is_empty():
+                continue
+            order = _group_order(dimension, stats)
+            for group in order:
+                part = stats.filter(pl.col("group") == group)
+                result = ratio_bootstrap(*_arrays(part, metrics), n_boot=n_boot, seed=seed, confidence=confidence)
+                for i, metric in enumerate(metrics):
+                    rows.append({
+                        "run_id": run.run_id, "model": run.model, "dimension": dimension, "group": group,
+                        "metric": metric, "k": run_k if dimension in (OVERALL, *TASK_DIMENSIONS) else None,
+                        "estimate": _value(result.estimate[i]), "ci_low": _value(result.low[i]),
+                        "ci_high": _value(result.high[i]), "se": _value(result.se[i]), "confidence": confidence,
+                        "n_tasks": part["task_id"].n_unique(), "n_boot": int(result.n_valid[i]), "seed": seed,
+                    })
+    if not rows:
+        return empty("intervals")
+    return conform(pl.DataFrame(rows, schema_overrides={"k": pl.Int64, "estimate": pl.Float64,
+                                                        "ci_low": pl.Float64, "ci_high": pl.Float64,
+                                                        "se": pl.Float64}), "intervals")
+
+
+def _group_order(dimension: str, stats: pl.DataFrame) -> list[str]:
+    found = stats["group"].unique().to_list()
+    return [g for g in ordered_groups(dimension, found) if g in found]
+
+
+def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
+           confidence: float = DEFAULT_CONFIDENCE) -> pl.DataFrame:
+    """Paired bootstrap differences (schema ``paired``) of the headline
+    metrics for every pair of runs (``run_a`` before ``run_b`` in the given
+    order), over their common tasks: those with at least one ok attempt in
+    both.  K of pass@K: ``k``, else the smaller of the two runs' K."""
+    _check(n_boot, confidence)
+    check_k(k)
+    rows = []
+    metrics = HEADLINE_METRICS
+    for a, b in combinations(runs, 2):
+        pair_k = k or min(a.k, b.k)
+        stats_a = task_stats([a], OVERALL, pair_k)
+        stats_b = task_stats([b], OVERALL, pair_k)
+        common = stats_a.join(stats_b.select("task_id"), on="task_id", how="semi").sort("task_id")
+        other = stats_b.join(common.select("task_id"), on="task_id", how="semi").sort("task_id")
+        result = paired_bootstrap(*_arrays(common, metrics), *_arrays(other, metrics), n_boot=n_boot, seed=seed,
+                                  confidence=confidence)
+        for i, metric in enumerate(metrics):
+            rows.append({
+                "run_a": a.run_id, "run_b": b.run_id, "model_a": a.model, "model_b": b.model, "metric": metric,
+                "k": pair_k, "n_tasks": len(common), "estimate_a": _value(result.estimate_a[i]),
+                "estimate_b": _value(result.estimate_b[i]), "diff": _value(result.diff[i]),
+                "ci_low": _value(result.low[i]), "ci_high": _value(result.high[i]),
+                "p_value": _value(result.p_value[i]), "confidence": confidence, "n_boot": int(result.n_valid[i]),
+                "seed": seed,
+            })
+    if not rows:
+        return empty("paired")
+    return conform(pl.DataFrame(rows, schema_overrides={c: pl.Float64 for c in (
+        "estimate_a", "estimate_b", "diff", "ci_low", "ci_high", "p_value")}), "paired")
