@@ -188,6 +188,9 @@ def eval_(
     except (TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))
         return
+    except OSError as exc:  # a full disk, a read-only workspace
+        _fail(f"could not write the run to {workspace / 'reports' / run_id}: {exc.strerror or exc}", code=1)
+        return
     _print_summary(summary, workspace / "reports" / run_id)
 
 

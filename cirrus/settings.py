@@ -48,7 +48,7 @@ class RoleSettings(_Strict):
     api_key_env: str | None = None
     temperature: float | None = None
     max_tokens: int | None = None
-    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    reasoning_effort: str | None = None  # checked against the client's list when the role is built
     extra_body: dict[str, Any] | None = None
     timeout: float | None = None
     max_retries: int | None = None
