@@ -37,7 +37,7 @@ def native_tickets(draw):
             events.append({"role": "tool_result", "call_id": f"c{calls}", "content": draw(json_value)})
         else:
             events.append({"role": kind, "text": draw(text)})
-    return {"ticket_id": draw(st.text(min_size=1, max_size=30)), "events": events}
+    return {"ticket_id": draw(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ./_-]{0,29}", fullmatch=True)), "events": events}
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ Files written to the output folder:
   ``--bootstrap 0``);
 * ``paired.parquet``: paired bootstrap differences of every two runs (when
   two or more runs are given, unless ``--bootstrap 0``);
+* ``report.html``: one self-contained page for people: leaderboard, charts
+  with confidence intervals, every attempt's transcript;
 * ``report.json``: what was reported, with which settings, and warnings.
 
 Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
@@ -143,6 +145,9 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     for name in FILES:
         if name not in tables:
             (out_dir / name).unlink(missing_ok=True)
+    from cirrus.report.html import HTML_FILE, write_html_report
+
+    files[HTML_FILE] = write_html_report(runs, tables, out_dir, workspace, warnings)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,614 @@
+"""``report.html``: the report of one or more finished runs as one
+self-contained web page (no network, no JavaScript, no files beside it).
+
+:func:`write_html_report` renders the tables of ``cirrus report`` (the same
+frames it writes as Parquet) with the Jinja2 template
+``templates/report.html.j2``:
+
+* the leaderboard with bootstrap confidence intervals, and a chart of SR
+  pass@1 and ATPR per run with the intervals as error bars;
+* bar charts of every breakdown (category, checkpoints, input tokens, tools:
+  SR pass@1 and ATPR; reply type: acceptance and coverage rate), with error
+  bars where ``intervals`` has the group;
+* SR pass@1 against AMTL (quality against latency), one point per run;
+* TPR by checkpoint depth: per run, the share of ok attempts (of tasks with
+  at least k checkpoints) whose walk covered checkpoint k;
+* a task table linking every attempt to its transcript, and the transcripts
+  themselves (customer, agent under test, tool calls with their replayed
+  results, reference reply, judge verdicts with the judge's raw output) as
+  sections of the same page, anchored ``#t-<task>-<attempt>-<run>``.
+
+Charts are drawn by matplotlib (Agg, no pyplot state) and inlined as SVG;
+every text from the tickets or the agent goes through Jinja2's HTML escaping.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from cirrus.report.loading import Run
+
+HTML_FILE = "report.html"
+TRANSCRIPTS_FILE = "transcripts.jsonl"
+TEMPLATE = "report.html.j2"
+
+TASK_DIMENSION_TITLES = {
+    "category": "Service category",
+    "checkpoints": "Checkpoints per task (K)",
+    "input_tokens": "Task input tokens",
+    "tools": "Reference uses tools",
+}
+METRIC_TITLES = {
+    "sr_pass1": "SR pass@1", "sr_pass_at_k": "SR pass@K", "pass_hat_k": "pass^K", "atpr": "ATPR",
+    "alj": "ALJ", "anei": "ANEI", "amtl": "AMTL", "acceptance_rate": "Acceptance rate",
+    "coverage_rate": "Coverage rate (TPR)", "reach_rate": "Reach rate", "tia": "TIA", "tsa": "TSA", "tev": "TEV",
+    "rr": "RR",
+}
+_ID_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+# --------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------
+
+
+def _table(tables: Mapping[str, pl.DataFrame], name: str) -> pl.DataFrame | None:
+    """``tables[name]`` whether the key has the ``.parquet`` suffix or not."""
+    for key in (f"{name}.parquet", name):
+        if key in tables and tables[key] is not None:
+            return tables[key]
+    return None
+
+
+def _num(value: Any) -> float:
+    """A float for plotting: ``nan`` for null / non-finite."""
+    if value is None:
+        return math.nan
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _pretty(value: Any) -> str:
+    """JSON (indented) for tool arguments and results; strings as they are."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class _Anchors:
+    """``t-<task>-<attempt>-<run>`` ids, HTML-safe and unique in the page."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str, int], str] = {}
+        self._used: set[str] = set()
+
+    def __call__(self, run_id: str, task_id: str, attempt: int) -> str:
+        key = (run_id, task_id, attempt)
+        if key not in self._ids:
+            base = "t-" + "-".join(_ID_SAFE.sub("_", str(p)) for p in (task_id, attempt, run_id))
+            anchor, n = base, 2
+            while anchor in self._used:
+                anchor, n = f"{base}~{n}", n + 1
+            self._used.add(anchor)
+            self._ids[key] = anchor
+        return self._ids[key]
+
+
+# --------------------------------------------------------------------------
+# Charts (matplotlib -> inline SVG)
+# --------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+_RC = {
+    "svg.fonttype": "none",  # text stays text: small, selectable, no font files needed
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+    "svg.hashsalt": "cirrus-report",
+}
+
+
+def _svg(fig: Any, prefix: str) -> str:
+    """The figure as an ``<svg>`` element to inline: no XML prolog, no fixed
+    size (it scales with the page), and every id prefixed so that several
+    charts in one page never share an id."""
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context(_RC):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)  # RDF boilerplate
+    # ids: id="x", url(#x), href="#x"
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', text)
+    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})", text)
+    text = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
+    # responsive: drop the fixed width / height of the root element, keep its viewBox
+    head_end = text.index(">")
+    width = re.search(r'\swidth="([0-9.]+)pt"', text[:head_end])
+    head = re.sub(r'\s(width|height)="[^"]*"', "", text[:head_end])
+    head += f' class="chart" role="img" aria-label="{prefix}"'
+    if width:  # never wider than its natural size (1 pt = 4/3 CSS px)
+        head += f' style="max-width: {float(width.group(1)) * 4 / 3:.0f}px"'
+    return head + text[head_end:]
+
+
+def _colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return [cmap(i % 10) for i in range(n)]
+
+
+def _ci_lookup(intervals: pl.DataFrame | None) -> dict[tuple[str, str, str, str], tuple[float, float]]:
+    """``{(run_id, dimension, group, metric): (low, high)}`` of the defined intervals."""
+    if intervals is None or intervals.is_empty():
+        return {}
+    out = {}
+    for row in intervals.iter_rows(named=True):
+        low, high = _num(row.get("ci_low")), _num(row.get("ci_high"))
+        if not (math.isnan(low) or math.isnan(high)):
+            out[(row["run_id"], row["dimension"], str(row["group"]), row["metric"])] = (low, high)
+    return out
+
+
+def _grouped_bars(ax: Any, groups: Sequence[str], runs: Sequence[str], values: dict[tuple[str, str], float],
+                  cis: dict[tuple[str, str], tuple[float, float]], colors: Sequence[Any], *,
+                  ylim: tuple[float, float] | None = (0, 1.05)) -> None:
+    import numpy as np
+
+    n = max(len(runs), 1)
+    width = 0.8 / n
+    x = np.arange(len(groups))
+    for i, run in enumerate(runs):
+        heights = np.array([values.get((run, g), math.nan) for g in groups], dtype=float)
+        lows, highs = [], []
+        for g, h in zip(groups, heights):
+            low, high = cis.get((run, g), (math.nan, math.nan))
+            if math.isnan(h) or math.isnan(low):
+                lows.append(0.0)
+                highs.append(0.0)
+            else:
+                lows.append(max(h - low, 0.0))
+                highs.append(max(high - h, 0.0))
+        offset = (i - (n - 1) / 2) * width
+        has_ci = any(lows) or any(highs) or any((run, g) in cis for g in groups)
+        ax.bar(x + offset, np.nan_to_num(heights, nan=0.0), width * 0.92, color=colors[i], label=run,
+               yerr=np.array([lows, highs]) if has_ci else None,
+               error_kw={"ecolor": "#333333", "elinewidth": 1, "capsize": 3})
+        for xi, h in zip(x + offset, heights):
+            if math.isnan(h):
+                ax.text(xi, 0.01, "n/a", ha="center", va="bottom", fontsize=7, color="#888888", rotation=90)
+    ax.set_xticks(x, list(groups))
+    if ylim:
+        ax.set_ylim(*ylim)
+
+
+def _legend(fig: Any, runs: Sequence[str], colors: Sequence[Any]) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=r) for r, c in zip(runs, colors)]
+    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(runs), 6), frameon=False)
+
+
+def _leaderboard_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
+                       runs: Sequence[str], colors: Sequence[Any]) -> str:
+    metrics = ("sr_pass1", "atpr", "sr_pass_at_k", "pass_hat_k")
+    fig = _figure(6.5, 2.8)
+    ax = fig.add_subplot()
+    values, ci = {}, {}
+    rows = {r["run_id"]: r for r in board.iter_rows(named=True)}
+    k = {r["k"] for r in rows.values()}
+    labels = [METRIC_TITLES[m].replace("K", str(next(iter(k)))) if len(k) == 1 and m != "sr_pass1" else METRIC_TITLES[m]
+              for m in metrics]
+    for run in runs:
+        for m, label in zip(metrics, labels):
+            values[(run, label)] = _num(rows.get(run, {}).get(m))
+            if (run, "overall", "all", m) in cis:
+                ci[(run, label)] = cis[(run, "overall", "all", m)]
+    _grouped_bars(ax, labels, runs, values, ci, colors)
+    ax.set_ylabel("score")
+    _legend(fig, runs, colors)
+    return _svg(fig, "chart-leaderboard")
+
+
+def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str],
+                     cis: Mapping[tuple[str, str, str, str], tuple[float, float]], runs: Sequence[str],
+                     colors: Sequence[Any], width: float = 6.0) -> tuple[str, list[str]]:
+    """Bars of ``metrics`` per group of ``dimension``; groups without a task
+    in any run are left out (named in the returned list)."""
+    order: list[str] = []
+    sizes: dict[str, int] = {}
+    for row in frame.sort("group_order").iter_rows(named=True):
+        group = str(row["group"])
+        if group not in order:
+            order.append(group)
+        sizes[group] = max(sizes.get(group, 0), int(row.get("n_tasks") or 0))
+    groups = [g for g in order if sizes.get(g, 0) > 0]
+    empty = [g for g in order if sizes.get(g, 0) == 0]
+    fig = _figure(width, 2.3 * len(metrics) + 0.4)
+    axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
+    labels = {g: f"{g}\n(n={sizes[g]})" for g in groups}
+    for ax, metric in zip(axes, metrics):
+        values, ci = {}, {}
+        for row in frame.iter_rows(named=True):
+            group = str(row["group"])
+            if group in labels:
+                values[(row["run_id"], labels[group])] = _num(row.get(metric))
+                key = (row["run_id"], dimension, group, metric)
+                if key in cis:
+                    ci[(row["run_id"], labels[group])] = cis[key]
+        _grouped_bars(ax, [labels[g] for g in groups], runs, values, ci, colors)
+        ax.set_ylabel(METRIC_TITLES.get(metric, metric))
+        if len(groups) > 5:
+            ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    _legend(fig, runs, colors)
+    return _svg(fig, f"chart-{dimension}"), empty
+
+
+def _scatter_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
+                   runs: Sequence[str], colors: Sequence[Any]) -> tuple[str | None, list[str]]:
+    """SR pass@1 (y) against AMTL (x), one point per run with its intervals;
+    runs without an AMTL (no accepted turn) are returned, not drawn."""
+    rows = {r["run_id"]: r for r in board.iter_rows(named=True)}
+    drawable = [r for r in runs
+                if not math.isnan(_num(rows[r].get("amtl"))) and not math.isnan(_num(rows[r].get("sr_pass1")))]
+    left_out = [r for r in runs if r not in drawable]
+    if not drawable:
+        return None, left_out
+    fig = _figure(6.5, 3.6)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="both")
+    for run in runs:
+        if run not in drawable:
+            continue
+        color = colors[runs.index(run)]
+        x, y = _num(rows[run]["amtl"]), _num(rows[run]["sr_pass1"])
+        xlo, xhi = cis.get((run, "overall", "all", "amtl"), (x, x))
+        ylo, yhi = cis.get((run, "overall", "all", "sr_pass1"), (y, y))
+        ax.errorbar([x], [y], xerr=[[max(x - xlo, 0)], [max(xhi - x, 0)]], yerr=[[max(y - ylo, 0)], [max(yhi - y, 0)]],
+                    fmt="o", color=color, ecolor=color, elinewidth=1, capsize=3, markersize=7, label=run)
+        ax.annotate(run, (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    ax.set_xlabel("AMTL: mean output tokens of accepted turns (lower = faster)")
+    ax.set_ylabel("SR pass@1")
+    ax.set_ylim(-0.05, 1.05)
+    xs = [_num(rows[r]["amtl"]) for r in drawable]
+    span = max(max(xs) - min(xs), max(xs) * 0.2, 1.0)
+    ax.set_xlim(max(min(xs) - span * 0.6, 0), max(xs) + span * 0.6)
+    return _svg(fig, "chart-quality-latency"), left_out
+
+
+def depth_table(runs: Sequence[Run]) -> pl.DataFrame:
+    """TPR by checkpoint depth: one row per (run, depth k) with ``n`` (ok
+    attempts of tasks with at least k checkpoints), ``covered`` (those whose
+    walk covered checkpoint k) and ``share`` = covered / n."""
+    import polars as pl
+
+    frames = []
+    for run in runs:
+        ok = run.tasks.filter(pl.col("status") == "ok").select("checkpoints", "covered").collect()
+        top = int(ok["checkpoints"].max() or 0) if ok.height else 0
+        rows = []
+        for depth in range(1, top + 1):
+            eligible = ok.filter(pl.col("checkpoints") >= depth)
+            covered = int((eligible["covered"].fill_null(0) >= depth).sum())
+            rows.append({"run_id": run.run_id, "depth": depth, "n": eligible.height, "covered": covered,
+                         "share": covered / eligible.height if eligible.height else None})
+        frames.append(pl.DataFrame(rows, schema={"run_id": pl.Utf8, "depth": pl.Int64, "n": pl.Int64,
+                                                 "covered": pl.Int64, "share": pl.Float64}))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _depth_chart(depths: pl.DataFrame, runs: Sequence[str], colors: Sequence[Any]) -> str | None:
+    if depths.is_empty():
+        return None
+    fig = _figure(6.5, 3.2)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="both")
+    for run, color in zip(runs, colors):
+        part = depths.filter(depths["run_id"] == run).sort("depth")
+        if part.is_empty():
+            continue
+        ax.plot(part["depth"].to_list(), [_num(v) for v in part["share"].to_list()], marker="o", color=color,
+                label=run, linewidth=1.6)
+    top = int(depths["depth"].max())
+    ns = {row["depth"]: row["n"] for row in depths.filter(depths["run_id"] == runs[0]).iter_rows(named=True)}
+    ax.set_xticks(range(1, top + 1), [f"{d}\n(n={ns.get(d, 0)})" for d in range(1, top + 1)])
+    ax.set_xlabel(f"checkpoint k (n: ok attempts of tasks with at least k checkpoints, run {runs[0]})")
+    ax.set_ylabel("share of attempts covering k")
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(frameon=False, loc="best")
+    return _svg(fig, "chart-depth")
+
+
+# --------------------------------------------------------------------------
+# Transcripts and the task table
+# --------------------------------------------------------------------------
+
+
+def _read_transcripts(run: Run) -> tuple[dict[tuple[str, int], dict[str, Any]], str | None]:
+    """``{(task_id, attempt): transcript}`` of a run (the last line of an
+    attempt wins), and a warning when the file is missing or has bad lines."""
+    path = Path(run.directory) / TRANSCRIPTS_FILE
+    if not path.is_file():
+        return {}, f"run {run.run_id!r} has no {TRANSCRIPTS_FILE}: its attempts have no transcript view"
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    bad = 0
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                out[(str(record["task_id"]), int(record["attempt"]))] = record
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                bad += 1
+    return out, (f"{path}: {bad} unreadable line(s) skipped" if bad else None)
+
+
+def _load_task_context(workspace: Path) -> dict[str, dict[str, Any]]:
+    """``{task_id: task}`` of ``tickets/tasks.jsonl`` (empty when unreadable)."""
+    try:
+        from cirrus.evaluate.runner import load_tasks
+
+        return {str(t.get("task_id")): t for t in load_tasks(workspace)}
+    except Exception:  # noqa: BLE001  (the context is a nicety; the report stands without it)
+        return {}
+
+
+def _turn_view(turn: Mapping[str, Any], reference_type: str | None) -> dict[str, Any]:
+    calls = []
+    for call in turn.get("tool_calls") or []:
+        if not isinstance(call, Mapping):
+            continue
+        calls.append({"name": call.get("name"), "arguments": _pretty(call.get("arguments")),
+                      "result": _pretty(call.get("result")) if call.get("result") is not None else None,
+                      "recorded": call.get("recorded"), "error": call.get("error")})
+    reference_calls = [{"name": c.get("name"), "arguments": _pretty(c.get("arguments"))}
+                       for c in turn.get("reference_tool_calls") or [] if isinstance(c, Mapping)]
+    verdicts = [{"kind": v.get("kind"), "checkpoint": v.get("checkpoint"), "ok": v.get("ok"), "raw": v.get("raw")}
+                for v in turn.get("verdicts") or [] if isinstance(v, Mapping)]
+    steps = []  # the agent's messages in order, as sent and received
+    for message in turn.get("agent_messages") or []:
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role == "tool":
+            steps.append({"kind": "tool_result", "text": _pretty(message.get("content"))})
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {} if isinstance(call, Mapping) else {}
+            steps.append({"kind": "tool_call", "name": function.get("name"),
+                          "text": _pretty(function.get("arguments"))})
+        if message.get("content"):
+            steps.append({"kind": "text", "role": role, "text": str(message.get("content"))})
+    return {"checkpoint": turn.get("checkpoint"), "reply_type": reference_type, "query": turn.get("query"),
+            "reference": turn.get("reference"), "agent_text": turn.get("agent_text"), "tool_calls": calls,
+            "reference_tool_calls": reference_calls, "verdicts": verdicts, "steps": steps,
+            "accepted": turn.get("accepted"), "covered_through": turn.get("covered_through"),
+            "fluent": turn.get("fluent")}
+
+
+def _attempt_views(runs: Sequence[Run], anchors: _Anchors, context: Mapping[str, Mapping[str, Any]],
+                   warnings: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The task table rows and the transcript sections."""
+    import polars as pl
+
+    tasks: dict[str, dict[str, Any]] = {}
+    transcripts = []
+    for run in runs:
+        rows = run.tasks.select("task_id", "attempt", "category", "checkpoints", "covered", "tpr", "success",
+                                "status").sort("task_id", "attempt").collect()
+        saved, warning = _read_transcripts(run)
+        if warning:
+            warnings.append(warning)
+        reply_types = {(r["task_id"], r["checkpoint"]): r["ref_reply_type"]
+                       for r in run.reference.select("task_id", "checkpoint", "ref_reply_type").collect()
+                       .iter_rows(named=True)}
+        errors = {}
+        if "error" in run.tasks.collect_schema().names():
+            errors = {(r["task_id"], r["attempt"]): r["error"]
+                      for r in run.tasks.select("task_id", "attempt", "error").filter(pl.col("error").is_not_null())
+                      .collect().iter_rows(named=True)}
+        for row in rows.iter_rows(named=True):
+            task_id, attempt = str(row["task_id"]), int(row["attempt"])
+            entry = tasks.setdefault(task_id, {"task_id": task_id, "category": row["category"],
+                                               "checkpoints": row["checkpoints"], "runs": {}})
+            record = saved.get((task_id, attempt))
+            outcome = "error" if row["status"] != "ok" else ("pass" if row["success"] else "fail")
+            anchor = anchors(run.run_id, task_id, attempt) if record is not None else None
+            entry["runs"].setdefault(run.run_id, []).append({
+                "attempt": attempt, "outcome": outcome, "anchor": anchor, "covered": row["covered"],
+                "checkpoints": row["checkpoints"], "tpr": row["tpr"]})
+            if record is None:
+                continue
+            task = context.get(task_id) or {}
+            history = [{"role": m.get("role"), "content": m.get("content")} for m in task.get("history") or []
+                       if isinstance(m, Mapping)]
+            transcripts.append({
+                "anchor": anchor, "run_id": run.run_id, "model": run.model, "task_id": task_id, "attempt": attempt,
+                "category": row["category"], "channel": task.get("channel"), "outcome": outcome,
+                "status": row["status"], "error": record.get("error") or errors.get((task_id, attempt)),
+                "covered": row["covered"], "checkpoints": row["checkpoints"], "tpr": _fmt(row["tpr"]),
+                "history": history,
+                "turns": [_turn_view(t, reply_types.get((task_id, t.get("checkpoint"))))
+                          for t in record.get("turns") or [] if isinstance(t, Mapping)],
+            })
+    table = sorted(tasks.values(), key=lambda t: t["task_id"])
+    return table, transcripts
+
+
+# --------------------------------------------------------------------------
+# The page
+# --------------------------------------------------------------------------
+
+
+def _leaderboard_rows(board: pl.DataFrame,
+                      cis: Mapping[tuple[str, str, str, str], tuple[float, float]]) -> list[dict[str, Any]]:
+    def with_ci(run_id: str, metric: str, value: Any) -> dict[str, str]:
+        low, high = cis.get((run_id, "overall", "all", metric), (None, None))
+        return {"value": _fmt(value), "ci": f"[{low:.2f}, {high:.2f}]" if low is not None else ""}
+
+    rows = []
+    for row in board.iter_rows(named=True):
+        run = row["run_id"]
+        cost = None if row.get("cost_total") is None else f"{row['cost_total']:.4f} {row.get('currency') or ''}"
+        rows.append({
+            "run_id": run, "model": row.get("model"), "k": row.get("k"), "tasks": row.get("n_tasks"),
+            "errors": row.get("errors"),
+            "sr_pass1": with_ci(run, "sr_pass1", row.get("sr_pass1")),
+            "sr_pass_at_k": with_ci(run, "sr_pass_at_k", row.get("sr_pass_at_k")),
+            "pass_hat_k": with_ci(run, "pass_hat_k", row.get("pass_hat_k")),
+            "atpr": with_ci(run, "atpr", row.get("atpr")),
+            "alj": with_ci(run, "alj", row.get("alj")),
+            "anei": with_ci(run, "anei", row.get("anei")),
+            "amtl": {"value": _fmt(row.get("amtl"), 1), "ci": (lambda c: f"[{c[0]:.1f}, {c[1]:.1f}]" if c else "")(
+                cis.get((run, "overall", "all", "amtl")))},
+            "cost": cost or "–", "judge": row.get("judge") or "–",
+        })
+    return rows
+
+
+def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspace: Path,
+                warnings: Sequence[str] = ()) -> str:
+    """The page as a string (see :func:`write_html_report`)."""
+    import jinja2
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import polars as pl
+
+    from cirrus.report.tables import DIMENSIONS, TASK_DIMENSIONS, breakdown_by, leaderboard
+
+    run_ids = [run.run_id for run in runs]
+    colors = _colors(len(run_ids))
+    page_warnings = list(warnings)
+    board = _table(tables, "leaderboard")
+    if board is None:
+        board = leaderboard(runs)
+    intervals = _table(tables, "intervals")
+    cis = _ci_lookup(intervals)
+    breakdowns = {}
+    for dimension in DIMENSIONS:
+        frame = _table(tables, f"breakdown_{dimension}")
+        breakdowns[dimension] = frame if frame is not None else breakdown_by(runs, dimension)
+
+    with matplotlib.rc_context(_RC):
+        charts: dict[str, Any] = {"leaderboard": _leaderboard_chart(board, cis, run_ids, colors)}
+        sections = []
+        for dimension in TASK_DIMENSIONS:
+            svg, empty = _breakdown_chart(breakdowns[dimension], dimension, ("sr_pass1", "atpr"), cis, run_ids, colors)
+            sections.append({"id": f"breakdown-{dimension}", "title": TASK_DIMENSION_TITLES[dimension], "svg": svg,
+                             "empty": empty})
+        charts["breakdowns"] = sections
+        charts["reply_type"], reply_empty = _breakdown_chart(
+            breakdowns["reply_type"], "reply_type", ("acceptance_rate", "coverage_rate"), cis, run_ids, colors)
+        charts["scatter"], scatter_left_out = _scatter_chart(board, cis, run_ids, colors)
+        depths = depth_table(runs)
+        charts["depth"] = _depth_chart(depths, run_ids, colors)
+
+    paired = _table(tables, "paired")
+    paired_rows = []
+    if paired is not None and not paired.is_empty():
+        for row in paired.iter_rows(named=True):
+            paired_rows.append({
+                "run_a": row["run_a"], "run_b": row["run_b"], "metric": METRIC_TITLES.get(row["metric"], row["metric"]),
+                "n_tasks": row["n_tasks"], "diff": _fmt(row["diff"]),
+                "ci": "–" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]",
+                "p": _fmt(row["p_value"], 4)})
+    confidence = None
+    if intervals is not None and not intervals.is_empty():
+        confidence = intervals["confidence"][0]
+    reply_rows = breakdowns["reply_type"].select(
+        "run_id", "group", "n_reference", "n_reached", "n_covered", "n_judged", "n_accepted", "acceptance_rate",
+        "coverage_rate").with_columns(pl.col("acceptance_rate", "coverage_rate").round(3)).to_dicts()
+
+    anchors = _Anchors()
+    task_rows, transcripts = _attempt_views(runs, anchors, _load_task_context(workspace), page_warnings)
+    notes = sorted({f"run {run.run_id!r}: offline heuristics used for {', '.join(run.summary['offline_heuristics'])}; "
+                    "scores are a harness check, not a model judgement"
+                    for run in runs if run.summary.get("offline_heuristics")})
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("cirrus.report", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    template = env.get_template(TEMPLATE)
+    run_colors = {run: "#%02x%02x%02x" % tuple(int(c * 255) for c in color[:3]) for run, color in zip(run_ids, colors)}
+    return template.render(
+        title="Cirrus report: " + ", ".join(run_ids),
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        workspace=str(workspace), runs=[{"run_id": r.run_id, "model": r.model, "k": r.k, "dataset": r.dataset,
+                                         "color": run_colors[r.run_id]} for r in runs],
+        leaderboard=_leaderboard_rows(board, cis), paired=paired_rows, confidence=confidence,
+        charts={k: (jinja2.utils.markupsafe.Markup(v) if isinstance(v, str) else v) for k, v in charts.items()
+                if k != "breakdowns"},
+        breakdowns=[{**s, "svg": jinja2.utils.markupsafe.Markup(s["svg"])} for s in charts["breakdowns"]],
+        reply_empty=reply_empty, reply_rows=reply_rows, scatter_left_out=scatter_left_out,
+        depths=depths.to_dicts() if not depths.is_empty() else [], task_rows=task_rows, run_ids=run_ids,
+        run_colors=run_colors, transcripts=transcripts, warnings=page_warnings, notes=notes,
+        has_intervals=bool(cis),
+    )
+
+
+def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], out_dir: Path,
+                      workspace: Path, warnings: Sequence[str] = ()) -> Path:
+    """Write ``out_dir/report.html`` (atomically) and return its path.
+
+    ``runs``: the runs as :func:`~cirrus.report.loading.load_runs` gives
+    them; ``tables``: the frames of ``cirrus report`` keyed by file name
+    (``leaderboard.parquet``, ``breakdown_<dimension>.parquet``,
+    ``intervals.parquet``, ``paired.parquet``; the suffix may be left out).
+    A missing leaderboard or breakdown is computed; without ``intervals``
+    the charts have no error bars.  ``workspace``: for the tasks' earlier
+    messages (``tickets/tasks.jsonl``).  ``warnings`` are shown at the top.
+    """
+    from cirrus.files import atomic_writer
+
+    text = render_html(runs, tables, workspace, warnings)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / HTML_FILE
+    with atomic_writer(path) as handle:
+        handle.write(text)
+    return path
