@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 @contextmanager
@@ -25,3 +26,16 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Lines of a JSONL file; a last line cut short by a crash is skipped."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue

@@ -16,10 +16,8 @@ from cirrus.evaluate.runner import EvalSettings, run_eval
 from cirrus.evaluate.store import RunMismatch
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, Verdict
 from cirrus.evaluate.walk import walk
-from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker, coverage, key_items
 from cirrus.replay import ToolReplayer
-from cirrus.schema import ToolExchange
 from tests.conftest import SAMPLE_KB, SAMPLE_RAW, TAU_BENCH, needs_shared
 
 REPLIES = ["Reboot i-bp***c from the console.", "Port 22 must be open in sg-uf***x.", "Your refund of 20 USD is done."]

@@ -77,7 +77,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -86,6 +85,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from cirrus.files import read_jsonl
 
 # the evaluation machinery is imported where it is used, so that importing
 # this module (``cirrus --help``) stays fast
@@ -115,18 +116,6 @@ class RescoreError(ValueError):
 class ReplayMismatch(RuntimeError):
     """The walk asked the replay agent for a turn the transcript does not hold
     (the gate should have stopped it first: a bug or an edited transcript)."""
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
 
 
 # ---------------------------------------------------------------------------
@@ -330,8 +319,8 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
     if len(tasks) != run["tasks"] or dataset_hash(tasks) != fingerprint["dataset"]:
         raise RescoreError(f"{workspace / 'tickets/tasks.jsonl'} is not the task set run {run_id} was made on "
                            "(its dataset hash differs): rescore in the workspace the run was made in")
-    rows = {(r["task_id"], r["attempt"]): r for r in _read_jsonl(directory / ATTEMPTS_FILE)}
-    transcripts = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(directory / TRANSCRIPTS_FILE)}
+    rows = {(r["task_id"], r["attempt"]): r for r in read_jsonl(directory / ATTEMPTS_FILE)}
+    transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(directory / TRANSCRIPTS_FILE)}
     attempts = int(fingerprint["attempts"])
     saved = {(t["task_id"], a): SavedAttempt.build(t, a, rows.get((t["task_id"], a)),
                                                    transcripts.get((t["task_id"], a)))
@@ -435,7 +424,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     bar.close()
     committed = store.committed()
     rows = [committed[key] for key in source.saved if key in committed]
-    transcripts = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(store.directory / TRANSCRIPTS_FILE)}
+    transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(store.directory / TRANSCRIPTS_FILE)}
     comparison, compared, agreed = [], 0, 0
     for row in rows:
         saved = source.saved[(row["task_id"], row["attempt"])]

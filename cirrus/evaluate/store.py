@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from cirrus.files import atomic_writer
+from cirrus.files import atomic_writer, read_jsonl
 
 RUN_FILE = "run.json"
 ATTEMPTS_FILE = "attempts.jsonl"
@@ -40,19 +39,6 @@ CHECKPOINT_SCHEMA = {
 
 class RunMismatch(ValueError):
     pass
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Lines of a JSONL file; a last line cut short by a crash is skipped."""
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
 
 
 def _end_partial_line(path: Path) -> None:
@@ -91,7 +77,7 @@ class RunStore:
 
     def committed(self) -> dict[tuple[str, int], dict[str, Any]]:
         """The last committed row of each (task, attempt)."""
-        return {(row["task_id"], row["attempt"]): row for row in _read_jsonl(self.directory / ATTEMPTS_FILE)}
+        return {(row["task_id"], row["attempt"]): row for row in read_jsonl(self.directory / ATTEMPTS_FILE)}
 
     # -- appending ----------------------------------------------------------------
 
@@ -115,7 +101,7 @@ class RunStore:
         pl.DataFrame(task_rows, schema=TASK_SCHEMA).write_parquet(self.directory / "tasks.parquet")
         pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA).write_parquet(self.directory / "checkpoints.parquet")
         keys = {(r["task_id"], r["attempt"]) for r in rows}
-        latest = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(self.directory / TRANSCRIPTS_FILE)}
+        latest = {(t["task_id"], t["attempt"]): t for t in read_jsonl(self.directory / TRANSCRIPTS_FILE)}
         with atomic_writer(self.directory / TRANSCRIPTS_FILE) as out:
             for key in sorted(k for k in latest if k in keys):
                 out.write(json.dumps(latest[key], ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -11,14 +11,12 @@ own Presidio/spaCy engine), keeps their order, and writes the workspace.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import os
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cirrus.config import PipelineConfig

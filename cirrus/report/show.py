@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -34,6 +33,8 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+
+from cirrus.files import read_jsonl
 from rich.text import Text
 
 console = Console(stderr=True, soft_wrap=True)
@@ -47,18 +48,6 @@ SUMMARY_FILE = "summary.json"
 
 class ShowError(ValueError):
     """The run or task cannot be shown; the message says why."""
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
 
 
 # ---------------------------------------------------------------------------
@@ -101,8 +90,8 @@ def load_run_view(workspace: Path, run_id: str) -> RunView:
             summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ShowError(f"{directory / SUMMARY_FILE}: not valid JSON ({exc.msg})") from exc
-    rows = {(r["task_id"], r["attempt"]): r for r in _read_jsonl(directory / ATTEMPTS_FILE)}
-    transcripts = {(t["task_id"], t["attempt"]): t for t in _read_jsonl(directory / TRANSCRIPTS_FILE)
+    rows = {(r["task_id"], r["attempt"]): r for r in read_jsonl(directory / ATTEMPTS_FILE)}
+    transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(directory / TRANSCRIPTS_FILE)
                    if (t["task_id"], t["attempt"]) in rows}
     return RunView(run_id, directory, summary, rows, transcripts)
 
