@@ -5,7 +5,6 @@ checked against hand-computed expectations."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import polars as pl
@@ -15,28 +14,15 @@ from typer.testing import CliRunner
 from cirrus.cli import app
 from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.schema import ToolExchange
-from tests.chat_server import ChatServer, Reply, tool_calls
+from tests.chat_server import ChatServer, Reply
+from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
 
 KEY = "sk-cirrus-e2e-secret-0123456789abcdef"
-TOOL_ARGS = {"instance_id": "i-bp***c"}
-
-
-def _task(task_id: str, with_tool: bool) -> dict:
-    checkpoints = [{"index": k, "query": f"customer question {k}", "reply": f"ANSWER-{k}", "tool_calls": [],
-                    "reply_type": "Solution"} for k in (1, 2, 3)]
-    tools = []
-    if with_tool:
-        checkpoints[0]["tool_calls"] = [{"name": "DescribeInstance", "arguments": TOOL_ARGS}]
-        tools = [{"type": "function", "function": {"name": "DescribeInstance", "description": "d", "parameters": {
-            "type": "object", "properties": {"instance_id": {"type": "string"}}, "required": ["instance_id"]}}}]
-    return {"task_id": task_id, "category": "ECS", "knowledge": [], "tools": tools, "history": [],
-            "checkpoints": checkpoints, "cassette": f"tool_mocks/{task_id}.yaml" if with_tool else None,
-            "stats": {"input_tokens": 10, "turns": 6, "checkpoints": 3}}
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    tasks = [_task("T-plain", False), _task("T-tool", True)]
+    tasks = [make_task("T-plain", False), make_task("T-tool", True)]
     (tmp_path / "tickets").mkdir()
     (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
     cassette = build_cassette([ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])])
@@ -44,31 +30,11 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _between(text: str, tag: str) -> str:
-    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
-    return match.group(1).strip() if match else ""
-
-
-def agent_reply(mode: str, body: dict) -> Reply:
-    messages = body["messages"]
-    k = sum(1 for m in messages if m["role"] == "user")
-    if body.get("tools") and k == 1 and messages[-1]["role"] == "user":
-        return tool_calls(("DescribeInstance", TOOL_ARGS), completion_tokens=3)
-    text = f"ANSWER-{k}"
-    if mode == "jumper":
-        text = "ANSWER-1 and also ANSWER-2" if k == 1 else "ANSWER-3"
-    elif mode == "failer" and k >= 2:
-        text = "I am not sure."
-    elif mode == "disfluent" and k == 1:
-        text = "ANSWER-1 DISFLUENT"
-    return Reply(content=text, completion_tokens=5)
-
-
 def rule(body: dict) -> Reply | str:
     model = body["model"]
     if model == "judge":
         user = body["messages"][-1]["content"]
-        included = _between(user, "reference_reply") in _between(user, "candidate_reply")
+        included = between(user, "reference_reply") in between(user, "candidate_reply")
         return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
     if model == "fluency":
         dialogue = body["messages"][-1]["content"]

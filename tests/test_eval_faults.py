@@ -29,11 +29,11 @@ import pytest
 from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.llm.client import RoleConfig
 from cirrus.schema import ToolExchange
-from tests.chat_server import ChatServer, Reply, tool_calls
+from tests.chat_server import ChatServer, Reply
+from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
 
 KEY_ENV = "CIRRUS_FAULT_KEY"
 KEY = "sk-cirrus-fault-secret-0123456789"
-TOOL_ARGS = {"instance_id": "i-bp***c"}
 MODES = ("perfect", "jumper", "failer", "disfluent")
 SCORE_KEYS = ("n_tasks", "atpr", "alj", "anei", "amtl", "sr", "pass^2", "errors", "attempts")
 ROW_KEYS = ("task_id", "attempt", "category", "checkpoints", "covered", "accepted_turns", "tpr", "lj", "nei", "mtl",
@@ -45,16 +45,7 @@ QUERY = re.compile(r"^\[(?P<task>[^:\]]+):(?P<mode>[a-z]+)\]")
 
 
 def _task(task_id: str, mode: str, with_tool: bool) -> dict:
-    checkpoints = [{"index": k, "query": f"[{task_id}:{mode}] customer question {k}", "reply": f"ANSWER-{k}",
-                    "tool_calls": [], "reply_type": "Solution"} for k in (1, 2, 3)]
-    tools = []
-    if with_tool:
-        checkpoints[0]["tool_calls"] = [{"name": "DescribeInstance", "arguments": TOOL_ARGS}]
-        tools = [{"type": "function", "function": {"name": "DescribeInstance", "description": "d", "parameters": {
-            "type": "object", "properties": {"instance_id": {"type": "string"}}, "required": ["instance_id"]}}}]
-    return {"task_id": task_id, "category": "ECS", "knowledge": [], "tools": tools, "history": [],
-            "checkpoints": checkpoints, "cassette": f"tool_mocks/{task_id}.yaml" if with_tool else None,
-            "stats": {"input_tokens": 10, "turns": 6, "checkpoints": 3}}
+    return make_task(task_id, with_tool, query_prefix=f"[{task_id}:{mode}] ")
 
 
 def make_workspace(root: Path, n_tasks: int, broken: str | None = None) -> Path:
@@ -76,11 +67,6 @@ def make_workspace(root: Path, n_tasks: int, broken: str | None = None) -> Path:
 # -- the server's rule -----------------------------------------------------------------
 
 
-def _between(text: str, tag: str) -> str:
-    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
-    return match.group(1).strip() if match else ""
-
-
 def _task_of(body: dict) -> tuple[str, str]:
     for message in body["messages"]:
         if message["role"] == "user":
@@ -90,32 +76,16 @@ def _task_of(body: dict) -> tuple[str, str]:
     return "", "perfect"
 
 
-def agent_reply(body: dict) -> Reply:
-    messages = body["messages"]
-    _, mode = _task_of(body)
-    k = sum(1 for m in messages if m["role"] == "user")
-    if body.get("tools") and k == 1 and messages[-1]["role"] == "user":
-        return tool_calls(("DescribeInstance", TOOL_ARGS), completion_tokens=3)
-    text = f"ANSWER-{k}"
-    if mode == "jumper":
-        text = "ANSWER-1 and also ANSWER-2" if k == 1 else "ANSWER-3"
-    elif mode == "failer" and k >= 2:
-        text = "I am not sure."
-    elif mode == "disfluent" and k == 1:
-        text = "ANSWER-1 DISFLUENT"
-    return Reply(content=text, completion_tokens=5)
-
-
 def rule(body: dict) -> Reply | str:
     model = body["model"]
     if model == "judge":
         user = body["messages"][-1]["content"]
-        included = _between(user, "reference_reply") in _between(user, "candidate_reply")
+        included = between(user, "reference_reply") in between(user, "candidate_reply")
         return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
     if model == "fluency":
         dialogue = body["messages"][-1]["content"]
         return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in dialogue else "Yes"})
-    return agent_reply(body)
+    return agent_reply(_task_of(body)[1], body)
 
 
 # -- running the command -------------------------------------------------------------

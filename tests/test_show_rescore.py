@@ -6,7 +6,6 @@ against hand-computed expectations, and the agent is never asked again."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import polars as pl
@@ -19,11 +18,11 @@ from cirrus.evaluate.rescore import rescore
 from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.report.show import show
 from cirrus.schema import ToolExchange
-from tests.chat_server import ChatServer, Reply, tool_calls
+from tests.chat_server import ChatServer, Reply
+from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
 
 KEY_ENV = "CIRRUS_RESCORE_KEY"
 ENV = {KEY_ENV: "sk-rescore-test-0123456789", "COLUMNS": "200"}
-TOOL_ARGS = {"instance_id": "i-bp***c"}
 AGENT_MODELS = {"perfect", "failer", "disfluent", "broken"}
 
 app = typer.Typer()
@@ -38,41 +37,8 @@ app.command("show")(show)
 app.command("rescore")(rescore)
 
 
-def _task(task_id: str, with_tool: bool) -> dict:
-    checkpoints = [{"index": k, "query": f"customer question {k}", "reply": f"ANSWER-{k}", "tool_calls": [],
-                    "reply_type": "Solution"} for k in (1, 2, 3)]
-    tools = []
-    if with_tool:
-        checkpoints[0]["tool_calls"] = [{"name": "DescribeInstance", "arguments": TOOL_ARGS}]
-        tools = [{"type": "function", "function": {"name": "DescribeInstance", "description": "d", "parameters": {
-            "type": "object", "properties": {"instance_id": {"type": "string"}}, "required": ["instance_id"]}}}]
-    return {"task_id": task_id, "category": "ECS", "knowledge": [], "tools": tools, "history": [],
-            "checkpoints": checkpoints, "cassette": f"tool_mocks/{task_id}.yaml" if with_tool else None,
-            "stats": {"input_tokens": 10, "turns": 6, "checkpoints": 3}}
-
-
-def _between(text: str, tag: str) -> str:
-    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
-    return match.group(1).strip() if match else ""
-
-
-def _agent(mode: str, body: dict) -> Reply:
-    messages = body["messages"]
-    k = sum(1 for m in messages if m["role"] == "user")
-    if body.get("tools") and k == 1 and messages[-1]["role"] == "user":
-        if mode == "broken":
-            return Reply(status=400, error_message="bad request")
-        return tool_calls(("DescribeInstance", TOOL_ARGS), completion_tokens=3)
-    text = f"ANSWER-{k}"
-    if mode == "failer" and k >= 2:
-        text = "I am not sure."
-    elif mode == "disfluent" and k == 1:
-        text = "ANSWER-1 DISFLUENT"
-    return Reply(content=text, completion_tokens=5)
-
-
 def _judge(model: str, user: str) -> bool:
-    reference, candidate = _between(user, "reference_reply"), _between(user, "candidate_reply")
+    reference, candidate = between(user, "reference_reply"), between(user, "candidate_reply")
     if model == "strict2" and reference == "ANSWER-2":
         return False
     if model == "lenient2" and reference == "ANSWER-2" and candidate == "I am not sure.":
@@ -89,12 +55,12 @@ def rule(body: dict) -> Reply | str:
         return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in user else "Yes"})
     if model == "fluency-no":
         return json.dumps({"reason": "rule", "answer": "No"})
-    return _agent(model, body)
+    return agent_reply(model, body)
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    tasks = [_task("T-plain", False), _task("T-tool", True)]
+    tasks = [make_task("T-plain", False), make_task("T-tool", True)]
     (tmp_path / "tickets").mkdir()
     (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
     cassette = build_cassette([ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])])
