@@ -29,3 +29,21 @@ def deidentifier(pipeline_config):
     from cirrus.ingest.deid.deidentify import Deidentifier
 
     return Deidentifier(pipeline_config.deid)
+
+
+def sample_with_baseline_runs(workspace: Path, pipeline_config) -> Path:
+    """Ingest the sample workspace into ``workspace`` and evaluate both
+    offline baselines on it (runs ``oracle`` and ``retrieval``, K = 2)."""
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
+                             progress=False))
+    runner = CliRunner()
+    for model, run_id in (("baseline:oracle", "oracle"), ("baseline:retrieval", "retrieval")):
+        result = runner.invoke(app, ["eval", "--model", model, "-w", str(workspace), "--run-id", run_id,
+                                     "--pass-k", "2", "-q"])
+        assert result.exit_code == 0, result.output
+    return workspace

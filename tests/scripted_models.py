@@ -5,8 +5,12 @@ the prompts the LLM judges send."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+from cirrus.ingest.cassettes import build_cassette, write_cassette
+from cirrus.schema import ToolExchange
 from tests.chat_server import Reply, tool_calls
 
 TOOL_ARGS = {"instance_id": "i-bp***c"}
@@ -51,3 +55,27 @@ def agent_reply(mode: str, body: dict) -> Reply:
     elif mode == "disfluent" and k == 1:
         text = "ANSWER-1 DISFLUENT"
     return Reply(content=text, completion_tokens=5)
+
+
+def write_workspace(root: Path, tasks: list[dict]) -> Path:
+    """``tickets/tasks.jsonl`` and, for tool tasks, a cassette answering the
+    reference call with ``{"status": "Running"}``."""
+    (root / "tickets").mkdir(parents=True, exist_ok=True)
+    (root / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    for task in tasks:
+        if task["cassette"]:
+            exchange = ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])
+            write_cassette(root / task["cassette"], build_cassette([exchange]))
+    return root
+
+
+def judge_or_fluency(body: dict) -> str | None:
+    """Model ``judge``: Included when the reference text is in the candidate;
+    model ``fluency``: No when the dialogue holds ``DISFLUENT``; else None."""
+    prompt = body["messages"][-1]["content"]
+    if body["model"] == "judge":
+        included = between(prompt, "reference_reply") in between(prompt, "candidate_reply")
+        return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
+    if body["model"] == "fluency":
+        return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in prompt else "Yes"})
+    return None

@@ -12,34 +12,22 @@ import pytest
 from typer.testing import CliRunner
 
 from cirrus.cli import app
-from cirrus.ingest.cassettes import build_cassette, write_cassette
-from cirrus.schema import ToolExchange
 from tests.chat_server import ChatServer, Reply
-from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
+from tests.scripted_models import agent_reply, judge_or_fluency, make_task, write_workspace
 
 KEY = "sk-cirrus-e2e-secret-0123456789abcdef"
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    tasks = [make_task("T-plain", False), make_task("T-tool", True)]
-    (tmp_path / "tickets").mkdir()
-    (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    cassette = build_cassette([ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])])
-    write_cassette(tmp_path / "tool_mocks/T-tool.yaml", cassette)
-    return tmp_path
+    return write_workspace(tmp_path, [make_task("T-plain", False), make_task("T-tool", True)])
 
 
 def rule(body: dict) -> Reply | str:
-    model = body["model"]
-    if model == "judge":
-        user = body["messages"][-1]["content"]
-        included = between(user, "reference_reply") in between(user, "candidate_reply")
-        return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
-    if model == "fluency":
-        dialogue = body["messages"][-1]["content"]
-        return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in dialogue else "Yes"})
-    return agent_reply(model, body)
+    answer = judge_or_fluency(body)
+    if answer is not None:
+        return answer
+    return agent_reply(body["model"], body)
 
 
 def _eval(workspace: Path, server: ChatServer, model: str, *extra: str) -> dict:

@@ -30,7 +30,7 @@ from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.llm.client import RoleConfig
 from cirrus.schema import ToolExchange
 from tests.chat_server import ChatServer, Reply
-from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
+from tests.scripted_models import TOOL_ARGS, agent_reply, judge_or_fluency, make_task
 
 KEY_ENV = "CIRRUS_FAULT_KEY"
 KEY = "sk-cirrus-fault-secret-0123456789"
@@ -77,14 +77,9 @@ def _task_of(body: dict) -> tuple[str, str]:
 
 
 def rule(body: dict) -> Reply | str:
-    model = body["model"]
-    if model == "judge":
-        user = body["messages"][-1]["content"]
-        included = between(user, "reference_reply") in between(user, "candidate_reply")
-        return json.dumps({"reason": "rule", "verdict": "Included" if included else "Not Included"})
-    if model == "fluency":
-        dialogue = body["messages"][-1]["content"]
-        return json.dumps({"reason": "rule", "answer": "No" if "DISFLUENT" in dialogue else "Yes"})
+    answer = judge_or_fluency(body)
+    if answer is not None:
+        return answer
     return agent_reply(_task_of(body)[1], body)
 
 

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 from cirrus.report.command import report_command
 from cirrus.report.html import HTML_FILE, depth_table, render_html, write_html_report
 from cirrus.report.loading import load_runs
-from tests.conftest import SAMPLE_KB, SAMPLE_RAW
+from tests.conftest import sample_with_baseline_runs
 from tests.test_report_tables import (
     RUN_A_CHECKPOINTS,
     RUN_A_TASKS,
@@ -81,17 +80,7 @@ def _html_for(workspace: Path, run_ids: list[str], bootstrap: int = 200) -> tupl
 def sample(tmp_path_factory, pipeline_config) -> Path:
     """The sample workspace with an oracle and a retrieval run; the first
     customer message of the oracle run carries HTML to be escaped."""
-    from cirrus.cli import app
-    from cirrus.ingest.run import IngestOptions, run_ingest
-
-    workspace = tmp_path_factory.mktemp("report-html")
-    run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
-                             progress=False))
-    runner = CliRunner()
-    for model, run_id in (("baseline:oracle", "oracle"), ("baseline:retrieval", "retrieval")):
-        result = runner.invoke(app, ["eval", "--model", model, "-w", str(workspace), "--run-id", run_id,
-                                     "--pass-k", "2", "-q"])
-        assert result.exit_code == 0, result.output
+    workspace = sample_with_baseline_runs(tmp_path_factory.mktemp("report-html"), pipeline_config)
     transcripts = workspace / "reports/oracle/transcripts.jsonl"
     lines = transcripts.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])

@@ -31,7 +31,7 @@ from cirrus.report.tables import (
     task_stats,
 )
 from cirrus.report.uncertainty import bootstrap_mean, intervals, paired, paired_bootstrap, ratio_bootstrap
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
+from tests.conftest import REPO, sample_with_baseline_runs
 
 approx = pytest.approx
 
@@ -414,17 +414,7 @@ def test_cli_wrapper(hand_ws):
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, pipeline_config) -> Path:
-    from cirrus.cli import app
-    from cirrus.ingest.run import IngestOptions, run_ingest
-
-    workspace = tmp_path_factory.mktemp("report-sample")
-    run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
-                             progress=False))
-    runner = CliRunner()
-    for model, run_id in (("baseline:oracle", "oracle"), ("baseline:retrieval", "retrieval")):
-        result = runner.invoke(app, ["eval", "--model", model, "-w", str(workspace), "--run-id", run_id,
-                                     "--pass-k", "2", "-q"])
-        assert result.exit_code == 0, result.output
+    workspace = sample_with_baseline_runs(tmp_path_factory.mktemp("report-sample"), pipeline_config)
     shutil.copytree(workspace / "reports/oracle", workspace / "reports/oracle2")  # an identical run
     return workspace
 

@@ -15,11 +15,9 @@ from typer.testing import CliRunner
 
 from cirrus.cli import app as cirrus_app
 from cirrus.evaluate.rescore import rescore
-from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.report.show import show
-from cirrus.schema import ToolExchange
 from tests.chat_server import ChatServer, Reply
-from tests.scripted_models import TOOL_ARGS, agent_reply, between, make_task
+from tests.scripted_models import agent_reply, between, make_task, write_workspace
 
 KEY_ENV = "CIRRUS_RESCORE_KEY"
 ENV = {KEY_ENV: "sk-rescore-test-0123456789", "COLUMNS": "200"}
@@ -60,12 +58,7 @@ def rule(body: dict) -> Reply | str:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    tasks = [make_task("T-plain", False), make_task("T-tool", True)]
-    (tmp_path / "tickets").mkdir()
-    (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    cassette = build_cassette([ToolExchange("c1", "DescribeInstance", TOOL_ARGS, [{"status": "Running"}])])
-    write_cassette(tmp_path / "tool_mocks/T-tool.yaml", cassette)
-    return tmp_path
+    return write_workspace(tmp_path, [make_task("T-plain", False), make_task("T-tool", True)])
 
 
 @pytest.fixture
