@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cirrus import __version__
@@ -25,7 +26,7 @@ WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace
 
 
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -54,13 +55,16 @@ def ingest(
     annotator_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the annotator model.")] = None,
     annotator_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the annotator's API key.")] = None,
     status: Annotated[list[str], typer.Option("--status", help="Ticket statuses that become tasks (repeatable).")] = ["resolved"],
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (default: all cores).")] = 0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Workers: processes, or Ray actors (default: all cores of the machine or cluster).")] = 0,
+    executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (Ray Data; pip install 'cirrus\\[ray]').")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join (e.g. auto or ray://head:10001); default: start a local Ray.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Read raw tickets, de-identify them and write benchmark tasks and tool-replay cassettes."""
     from cirrus.config import ConfigError, load_pipeline
     from cirrus.ingest.knowledge import KnowledgeError
     from cirrus.ingest.pipeline import AnnotatorSpec
+    from cirrus.ingest.ray_executor import RayUnavailable
     from cirrus.ingest.readers import FORMATS
     from cirrus.ingest.run import IngestOptions, run_ingest
     from cirrus.ingest.tool_schemas import ToolSchemaError
@@ -70,6 +74,10 @@ def ingest(
         _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not raw_path.exists():
         _fail(f"raw input {raw_path} does not exist")
+    if executor not in ("local", "ray"):
+        _fail(f"unknown --executor {executor!r}; choose local or ray")
+    if ray_address and executor != "ray":
+        _fail("--ray-address needs --executor ray")
     try:
         config = load_pipeline(pipeline)
         endpoint = None
@@ -79,10 +87,11 @@ def ingest(
         options = IngestOptions(
             raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
             tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint), statuses=tuple(status),
-            jobs=jobs or os.cpu_count() or 1, progress=not quiet,
+            jobs=jobs or (0 if executor == "ray" else os.cpu_count() or 1), progress=not quiet,
+            executor=executor, ray_address=ray_address,
         )
         summary = run_ingest(options)
-    except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError) as exc:
+    except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError, RayUnavailable) as exc:
         _fail(str(exc))
         return
     _print_ingest(summary.manifest, workspace)

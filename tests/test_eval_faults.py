@@ -121,7 +121,7 @@ def jsonl(path: Path) -> tuple[list[dict], int]:
 
 
 def agent_requests(server: ChatServer, task: str | None = None) -> int:
-    return sum(1 for body in server.requests if body["model"] == "agent" and (task is None or _task_of(body)[0] == task))
+    return sum(1 for body in server.requests if body.get("model") == "agent" and (task is None or _task_of(body)[0] == task))
 
 
 def task_rows(workspace: Path, run_id: str) -> list[dict]:

@@ -118,20 +118,49 @@ class TicketProcessor:
 
 # --- executors ---------------------------------------------------------------
 
-_WORKER: TicketProcessor | None = None
+
+@dataclass(slots=True)
+class Outcome:
+    """What became of one item the readers produced, in input order.
+
+    ``status`` is the ticket's status, ``None`` when the item was quarantined
+    while reading; ``result`` is ``None`` for a readable ticket whose status
+    is not ingested.  Every executor yields exactly one per item read, so the
+    workspace does not depend on which executor (or how many workers) ran."""
+
+    origin: SourceRef
+    ticket_id: str | None
+    status: str | None
+    result: Processed | Skipped | Quarantined | None
 
 
-def _init_worker(factory: Callable[[], TicketProcessor]) -> None:
-    global _WORKER
-    _WORKER = factory()
+def settle(processor: Callable[[Ticket], Processed | Skipped], item: Ticket | Quarantined,
+           statuses: frozenset[str]) -> Outcome:
+    """The outcome of one read item; ``processor`` only sees eligible tickets."""
+    if isinstance(item, Quarantined):
+        return Outcome(item.origin, item.ticket_id, None, item)
+    if item.status not in statuses:
+        return Outcome(item.origin, item.ticket_id, item.status, None)
+    return Outcome(item.origin, item.ticket_id, item.status, _safe(processor, item))
 
 
-def _process_chunk(tickets: list[Ticket]) -> list[Processed | Skipped | Quarantined]:
-    assert _WORKER is not None
-    return [_safe(_WORKER, t) for t in tickets]
+def mark_duplicates(outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
+    """Quarantine a ticket whose id an earlier readable ticket already had.
+
+    The local executor reads in order and gets this from the readers already;
+    an executor that reads files in parallel needs it after the fact."""
+    first_seen: dict[str, str] = {}
+    for outcome in outcomes:
+        if outcome.status is not None and outcome.ticket_id is not None:
+            first = first_seen.setdefault(outcome.ticket_id, outcome.origin.describe())
+            if first != outcome.origin.describe():
+                reason = f"duplicate ticket_id (first seen at {first})"
+                outcome = Outcome(outcome.origin, outcome.ticket_id, None,
+                                  Quarantined(outcome.origin, reason, outcome.ticket_id))
+        yield outcome
 
 
-def _safe(processor: TicketProcessor, ticket: Ticket) -> Processed | Skipped | Quarantined:
+def _safe(processor: Callable[[Ticket], Processed | Skipped], ticket: Ticket) -> Processed | Skipped | Quarantined:
     try:
         return processor(ticket)
     except Exception as exc:  # one bad ticket must not stop the run, nor leak its text
@@ -151,8 +180,35 @@ class ProcessorFactory:
         return TicketProcessor(self.config, self.kb_docs, self.tool_schemas, self.annotator)
 
 
-def _chunks(items: Iterable[Ticket], size: int) -> Iterator[list[Ticket]]:
-    chunk: list[Ticket] = []
+class LazyProcessor:
+    """Builds the (heavy: spaCy, Presidio) processor on first real use, so a
+    worker that only ever sees quarantined or ineligible items never loads it."""
+
+    def __init__(self, factory: ProcessorFactory) -> None:
+        self.factory = factory
+        self._processor: TicketProcessor | None = None
+
+    def __call__(self, ticket: Ticket) -> Processed | Skipped:
+        if self._processor is None:
+            self._processor = self.factory()
+        return self._processor(ticket)
+
+
+_WORKER: LazyProcessor | None = None
+
+
+def _init_worker(factory: ProcessorFactory) -> None:
+    global _WORKER
+    _WORKER = LazyProcessor(factory)
+
+
+def _settle_chunk(items: list[Ticket | Quarantined], statuses: frozenset[str]) -> list[Outcome]:
+    assert _WORKER is not None
+    return [settle(_WORKER, item, statuses) for item in items]
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
     for item in items:
         chunk.append(item)
         if len(chunk) == size:
@@ -162,25 +218,24 @@ def _chunks(items: Iterable[Ticket], size: int) -> Iterator[list[Ticket]]:
         yield chunk
 
 
-def process_tickets(tickets: Iterable[Ticket], factory: ProcessorFactory, jobs: int,
-                    chunk_size: int = 8) -> Iterator[tuple[Ticket, Processed | Skipped | Quarantined]]:
-    """Run the stages over ``tickets`` on ``jobs`` processes, yielding results
-    in input order.  At most ``2 * jobs`` chunks are in flight, so memory stays
+def local_outcomes(items: Iterable[Ticket | Quarantined], factory: ProcessorFactory,
+                   statuses: Iterable[str], jobs: int, chunk_size: int = 8) -> Iterator[Outcome]:
+    """The local executor: settle ``items`` on ``jobs`` processes, yielding in
+    input order.  At most ``2 * jobs`` chunks are in flight, so memory stays
     bounded whatever the input size (``Pool.imap`` would read ahead without
     limit)."""
+    wanted = frozenset(statuses)
     if jobs <= 1:
-        processor = factory()
-        for ticket in tickets:
-            yield ticket, _safe(processor, ticket)
+        processor = LazyProcessor(factory)
+        for item in items:
+            yield settle(processor, item, wanted)
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     with context.Pool(jobs, initializer=_init_worker, initargs=(factory,)) as pool:
-        pending: deque[tuple[list[Ticket], Any]] = deque()
-        for chunk in _chunks(tickets, chunk_size):
-            pending.append((chunk, pool.apply_async(_process_chunk, (chunk,))))
+        pending: deque[Any] = deque()
+        for chunk in _chunks(items, chunk_size):
+            pending.append(pool.apply_async(_settle_chunk, (chunk, wanted)))
             while len(pending) >= 2 * jobs:
-                done_chunk, result = pending.popleft()
-                yield from zip(done_chunk, result.get())
+                yield from pending.popleft().get()
         while pending:
-            done_chunk, result = pending.popleft()
-            yield from zip(done_chunk, result.get())
+            yield from pending.popleft().get()

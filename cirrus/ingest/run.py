@@ -25,7 +25,7 @@ from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer
 from cirrus.ingest.cassettes import write_cassette
 from cirrus.ingest.knowledge import load_kb
-from cirrus.ingest.pipeline import AnnotatorSpec, ProcessorFactory, Processed, Skipped, process_tickets
+from cirrus.ingest.pipeline import AnnotatorSpec, Outcome, ProcessorFactory, Skipped, local_outcomes, mark_duplicates
 from cirrus.ingest.readers import read_tickets
 from cirrus.ingest.tool_schemas import load_tool_schemas
 from cirrus.schema import Quarantined, Ticket
@@ -47,6 +47,8 @@ class IngestOptions:
     statuses: tuple[str, ...] = ("resolved",)
     jobs: int = 1
     progress: bool = True
+    executor: str = "local"
+    ray_address: str | None = None
 
 
 @dataclass
@@ -146,6 +148,17 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
     }
 
 
+def _outcomes(options: IngestOptions, factory: ProcessorFactory) -> Iterator[Outcome]:
+    if options.executor == "ray":
+        from cirrus.ingest.ray_executor import ray_outcomes
+
+        return ray_outcomes(options.raw_path, options.fmt, factory, options.statuses,
+                            jobs=options.jobs, address=options.ray_address)
+    if options.executor != "local":
+        raise ValueError(f"unknown executor {options.executor!r}; expected local or ray")
+    return local_outcomes(read_tickets(options.raw_path, options.fmt), factory, options.statuses, options.jobs)
+
+
 def run_ingest(options: IngestOptions) -> IngestSummary:
     if not options.raw_path.exists():
         raise FileNotFoundError(f"raw input {options.raw_path} does not exist")
@@ -160,21 +173,16 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     mocks.mkdir(parents=True, exist_ok=True)
     tally = _Tally()
     written_cassettes: set[str] = set()
-
-    def eligible() -> Iterator[Ticket]:
-        for item in read_tickets(options.raw_path, options.fmt):
-            tally.read += 1
-            if isinstance(item, Quarantined):
-                tally.quarantined.append(item.to_manifest())
-                continue
-            tally.by_status[item.status] += 1
-            if item.status in options.statuses:
-                yield item
-
     bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)
     with atomic_writer(workspace / TASKS_FILE) as out:
-        for ticket, result in process_tickets(eligible(), factory, options.jobs):
+        for outcome in mark_duplicates(_outcomes(options, factory)):
             bar.update(1)
+            tally.read += 1
+            if outcome.status is not None:
+                tally.by_status[outcome.status] += 1
+            result = outcome.result
+            if result is None:
+                continue
             if isinstance(result, Quarantined):
                 tally.quarantined.append(result.to_manifest())
             elif isinstance(result, Skipped):

@@ -80,10 +80,14 @@ def _walk(folder: Path, prefix: str) -> Iterator[tuple[Path, str]]:
 def iter_raw_records(path: Path) -> Iterator[RawRecord]:
     """Every record of every ticket file under ``path``, streamed."""
     for file, source in iter_files(Path(path)):
-        if file.name.lower().endswith((".jsonl", ".jsonl.gz")):
-            yield from _read_jsonl(file, source)
-        else:
-            yield from _read_json(file, source)
+        yield from read_file_records(file, source)
+
+
+def read_file_records(file: Path, source: str) -> Iterator[RawRecord]:
+    """Every record of one ticket file (``source``: its name in manifests)."""
+    if file.name.lower().endswith((".jsonl", ".jsonl.gz")):
+        return _read_jsonl(file, source)
+    return _read_json(file, source)
 
 
 def _open(file: Path) -> IO[bytes]:

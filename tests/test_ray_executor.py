@@ -1,0 +1,110 @@
+"""The Ray executor writes exactly the workspace the local executor writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
+
+ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
+
+
+def _workspace_files(workspace: Path) -> dict[str, object]:
+    """Every written file by relative path; the manifest without its timestamp."""
+    files: dict[str, object] = {}
+    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
+        relative = path.relative_to(workspace).as_posix()
+        if relative == "tickets/manifest.json":
+            manifest = json.loads(path.read_text())
+            manifest.pop("created_at")
+            files[relative] = manifest
+        else:
+            files[relative] = path.read_bytes()
+    return files
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def raw_with_cross_file_duplicates(tmp_path_factory) -> Path:
+    """The sample input plus a later file repeating one ticket of an earlier
+    one: a duplicate the Ray readers (one task per file) cannot see alone."""
+    raw = tmp_path_factory.mktemp("raw")
+    shutil.copytree(SAMPLE_RAW, raw, dirs_exist_ok=True)
+    first_jsonl = sorted(raw.rglob("*.jsonl"))[0]
+    first_line = next(line for line in first_jsonl.read_text().splitlines() if line.strip())
+    (raw / "zz_repeat.jsonl").write_text(first_line + "\n")
+    return raw
+
+
+def _ingest(raw: Path, workspace: Path, pipeline_config, executor: str, jobs: int = 2) -> dict:
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    options = IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
+                            jobs=jobs, executor=executor, progress=False)
+    return run_ingest(options).manifest
+
+
+def test_ray_and_local_executors_write_identical_workspaces(tmp_path, local_ray, pipeline_config,
+                                                            raw_with_cross_file_duplicates):
+    local = _ingest(raw_with_cross_file_duplicates, tmp_path / "local", pipeline_config, "local")
+    on_ray = _ingest(raw_with_cross_file_duplicates, tmp_path / "ray", pipeline_config, "ray")
+
+    assert local["counts"]["tasks"] > 20
+    duplicates = [q for q in on_ray["quarantined"] if q["reason"].startswith("duplicate ticket_id")]
+    assert "zz_repeat.jsonl" in [q["source"] for q in duplicates]
+    assert _workspace_files(tmp_path / "ray") == _workspace_files(tmp_path / "local")
+
+
+def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config):
+    _ingest(SAMPLE_RAW, tmp_path / "one", pipeline_config, "ray", jobs=1)
+    _ingest(SAMPLE_RAW, tmp_path / "serial", pipeline_config, "local", jobs=1)
+    assert _workspace_files(tmp_path / "one") == _workspace_files(tmp_path / "serial")
+
+
+def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path):
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    cli = [sys.executable, "-m", "cirrus.cli"]
+    runs = {}
+    for executor in ("local", "ray"):
+        workspace = tmp_path / executor
+        result = subprocess.run([*cli, "ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB), "-w", str(workspace),
+                                 "--executor", executor, "--jobs", "2", "-q"],
+                                capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        runs[executor] = _workspace_files(workspace)
+    assert runs["ray"] == runs["local"]
+
+
+def test_missing_ray_is_a_clear_error(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` raise ImportError
+    result = CliRunner().invoke(app, ["ingest", str(SAMPLE_RAW), "-w", str(tmp_path), "--executor", "ray", "-q"])
+    assert result.exit_code == 2
+    assert "pip install 'cirrus[ray]'" in result.output
+    assert not (tmp_path / "tickets" / "tasks.jsonl").exists()
+
+
+def test_unknown_executor_is_refused(tmp_path):
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    result = CliRunner().invoke(app, ["ingest", str(SAMPLE_RAW), "-w", str(tmp_path), "--executor", "spark"])
+    assert result.exit_code == 2
+    assert "--executor" in result.output
