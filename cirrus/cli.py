@@ -94,6 +94,9 @@ def ingest(
     except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError, RayUnavailable) as exc:
         _fail(str(exc))
         return
+    except OSError as exc:  # a full disk, a read-only workspace: the previous workspace files are intact
+        _fail(f"could not write the workspace {workspace}: {exc.strerror or exc}", code=1)
+        return
     _print_ingest(summary.manifest, workspace)
     if summary.tasks == 0:
         _fail("no task was written: see the quarantined and skipped lists in tickets/manifest.json", code=1)

@@ -1,7 +1,9 @@
-"""Writing files so that a crash never leaves a half-written one."""
+"""Writing files so that a crash -- or a full disk -- never leaves a
+half-written one."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -10,22 +12,102 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+# what a write fails with when there is no room left: no space, a quota spent
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+RERUN_ADVICE = "free space and re-run"
+
+
+class DiskFullError(OSError):
+    """A write failed because the disk (or the user's quota) is full.
+
+    ``str(exc)`` is the whole message for the user -- "disk full while
+    writing <path>: <advice>" -- and so is ``exc.strerror``; ``exc.filename``
+    is the path, ``exc.errno`` the original errno (``ENOSPC`` or
+    ``EDQUOT``).  Raised by :func:`atomic_writer` (the previous file is left
+    as it was, no temporary file behind) and by the run store."""
+
+    def __init__(self, path: os.PathLike[str] | str, advice: str = RERUN_ADVICE, code: int = errno.ENOSPC) -> None:
+        super().__init__(code, f"disk full while writing {path}: {advice}", str(path))
+        self.path = Path(path)
+        self.advice = advice
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+    def __reduce__(self) -> Any:  # picklable (process pools), with its own arguments
+        return (type(self), (str(self.path), self.advice, self.errno))
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def disk_full(exc: OSError, path: os.PathLike[str] | str, advice: str = RERUN_ADVICE) -> DiskFullError:
+    """``exc`` (a disk-full ``OSError``) as a :class:`DiskFullError` for ``path``."""
+    if isinstance(exc, DiskFullError):
+        return exc
+    return DiskFullError(path, advice, exc.errno or errno.ENOSPC)
+
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[str]]:
+def atomic_writer(path: Path, *, binary: bool = False, advice: str = RERUN_ADVICE) -> Iterator[IO[Any]]:
     """Write to a temporary file beside ``path`` and rename it into place on
-    success; on failure the old file (if any) is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    success; on failure the old file (if any) is untouched and the temporary
+    file removed.  A full disk raises :class:`DiskFullError` naming ``path``
+    (with ``advice``).  ``binary=True`` yields a bytes file."""
+    tmp: str | None = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        with opened as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if is_disk_full(exc) and not isinstance(exc, DiskFullError):
+            raise disk_full(exc, path, advice) from exc  # type: ignore[arg-type]
         raise
+
+
+def append_line(path: Path, line: str, *, sync: bool = True, advice: str = RERUN_ADVICE) -> None:
+    """Append ``line`` (one JSONL record, ending in a newline) to ``path``
+    with ``os.write`` and fsync.  A write that fails part-way is undone (the
+    file is cut back to its old length, which frees space even on a full
+    disk), so no half line stays behind; should that fail too, the next
+    append starts a fresh line and readers skip the cut one
+    (:func:`read_jsonl`).  A full disk raises :class:`DiskFullError`."""
+    data = line.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full(exc, path, advice) from exc
+        raise
+    try:
+        start = os.fstat(fd).st_size
+        if start and os.pread(fd, 1, start - 1) != b"\n":
+            data = b"\n" + data  # an earlier line was cut short: leave it on its own line
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            if is_disk_full(exc):
+                raise disk_full(exc, path, advice) from exc
+            raise
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -39,3 +121,16 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                     yield json.loads(line)
                 except json.JSONDecodeError:
                     continue
+
+
+def remove_stale_temps(folder: Path) -> list[Path]:
+    """Delete the temporary files a killed process left in ``folder``
+    (:func:`atomic_writer`'s ``.<name>.<random>.tmp``; a SIGKILL skips its
+    clean-up).  Call it before writing there again: with one writer per
+    workspace, none of them can belong to a live writer."""
+    removed = []
+    for stale in folder.glob(".*.tmp") if folder.is_dir() else ():
+        if stale.is_file():
+            stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed

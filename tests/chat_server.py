@@ -15,6 +15,16 @@ An item is one of:
 
 Every request body and its headers are recorded (``requests``,
 ``headers``), also for error answers.
+
+Faults (fields of :class:`Reply`, for tests of what the client does with a
+broken endpoint): ``body`` replaces the answer's JSON with any bytes (a
+non-JSON or half-JSON body, ``choices: []``); ``truncate`` announces the
+whole answer in ``Content-Length``, sends only its first bytes and closes the
+connection; ``hang`` answers nothing and holds the connection until the
+server stops (or for ``hang`` seconds); ``trickle`` sends the answer one byte
+at a time, that many seconds apart (a server that is never silent for long,
+but never finishes).  ``times`` records each request's arrival, so tests can
+check how long a client waited between tries.
 """
 
 from __future__ import annotations
@@ -46,6 +56,11 @@ class Reply:
     error_message: str = "scripted failure"
     finish_reason: str | None = None
     reasoning_content: str | None = None  # the DeepSeek/Qwen/vLLM message extension
+    # faults
+    body: Any = None  # bytes/str sent as the body instead of the answer; another value is sent as its JSON
+    truncate: int | None = None  # send only this many bytes of the body (Content-Length is the whole), then close
+    hang: float | bool = False  # True: no answer until the server stops; a number: for that many seconds, then close
+    trickle: float | None = None  # seconds between the body's bytes
 
 
 Item = str | int | Reply | Callable[[dict[str, Any]], Any]
@@ -77,6 +92,7 @@ class ChatServer:
         self.times: list[float] = []  # time.monotonic() at each request's arrival
         self._lock = threading.Lock()
         self._count = 0
+        self._stopping = threading.Event()  # wakes sleeping and hanging handlers on stop()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -104,7 +120,11 @@ class ChatServer:
                 reply = server._resolve(item, body)
                 pause = server.delay + reply.delay
                 if pause:
-                    time.sleep(pause)
+                    server._stopping.wait(pause)
+                if reply.hang is not False:
+                    server._stopping.wait(None if reply.hang is True else float(reply.hang))
+                    self.close_connection = True  # never answered
+                    return
                 status, payload = server._payload(reply, body, number)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -112,7 +132,27 @@ class ChatServer:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self._write_body(reply, payload)
+                except OSError:  # the client gave up (a timeout): nothing more to send
+                    self.close_connection = True
+
+            def _write_body(self, reply: Reply, payload: bytes) -> None:
+                if reply.truncate is not None:
+                    payload = payload[: reply.truncate]
+                    self.close_connection = True
+                if reply.trickle is None:
+                    self.wfile.write(payload)
+                else:
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i:i + 1])
+                        self.wfile.flush()
+                        if server._stopping.wait(reply.trickle):
+                            self.close_connection = True
+                            return
+                if reply.truncate is not None:
+                    self.wfile.flush()
+                    self.request.shutdown(socket.SHUT_WR)  # the peer sees the connection end mid-body
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
@@ -139,6 +179,13 @@ class ChatServer:
 
     @staticmethod
     def _payload(reply: Reply, body: dict[str, Any], number: int) -> tuple[int, bytes]:
+        if reply.body is not None:
+            raw = reply.body
+            if isinstance(raw, str):
+                raw = raw.encode("utf-8")
+            elif not isinstance(raw, bytes):
+                raw = json.dumps(raw).encode("utf-8")
+            return reply.status, raw
         if reply.status >= 400:
             error_type = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(reply.status, "server_error")
             return reply.status, json.dumps({"error": {"message": reply.error_message, "type": error_type}}).encode()
@@ -178,6 +225,7 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 

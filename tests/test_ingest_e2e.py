@@ -170,6 +170,30 @@ def test_a_crash_leaves_the_previous_workspace_intact(tmp_path, pipeline_config,
     assert [p.name for p in (workspace / "tickets").iterdir() if p.name.endswith(".tmp")] == []
 
 
+def test_a_full_disk_is_a_clear_error_and_keeps_the_previous_workspace(tmp_path, pipeline_config, monkeypatch):
+    import errno
+    import os
+
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("\n".join(json.dumps({"ticket_id": f"T-{i}", "events": [
+        {"role": "customer", "text": f"question {i}"}, {"role": "agent", "text": f"answer {i} is 42"}]})
+        for i in range(3)) + "\n")
+    workspace = tmp_path / "ws"
+    _ingest(raw, workspace, pipeline_config)
+    before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    result = CliRunner().invoke(app, ["ingest", str(raw), "-w", str(workspace), "-j", "1", "-q"])
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.output
+    assert "disk full while writing" in result.output and "tasks.jsonl" in result.output
+    assert "Traceback" not in result.output
+    assert {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()} == before
+
+
 def test_stale_cassettes_are_removed_and_odd_ids_stay_inside(tmp_path, pipeline_config):
     workspace = tmp_path / "ws"
     (workspace / "tool_mocks").mkdir(parents=True)
@@ -187,6 +211,22 @@ def test_stale_cassettes_are_removed_and_odd_ids_stay_inside(tmp_path, pipeline_
     task = _tasks(workspace)[0]
     assert task["checkpoints"][0]["tool_calls"][0]["name"] == "Get_Status_"
     assert ToolReplayer.for_task(workspace, task).call("Get_Status_", {"x": 1}) == "fine"
+
+
+def test_temp_files_of_a_killed_ingest_are_cleared_by_the_next(tmp_path, pipeline_config):
+    workspace = tmp_path / "ws"
+    (workspace / "tool_mocks").mkdir(parents=True)
+    (workspace / "tickets").mkdir()
+    stale = [workspace / "tickets/.tasks.jsonl.k1ll3d.tmp", workspace / "tickets/.manifest.json.x.tmp",
+             workspace / "tool_mocks/.T-1.yaml.abc.tmp"]
+    for path in stale:
+        path.write_text("half a line")
+    keep = workspace / "tickets/notes.tmp"  # not one of ours: no leading dot
+    keep.write_text("mine")
+    _ingest(SAMPLE_RAW, workspace, pipeline_config, kb_dir=SAMPLE_KB)
+    assert not [p for p in stale if p.exists()]
+    assert keep.read_text() == "mine"
+    assert not list(workspace.rglob(".*.tmp"))
 
 
 @needs_shared(TAU_BENCH)

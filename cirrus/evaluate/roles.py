@@ -52,6 +52,25 @@ class RoleOptions:
     params: dict[str, Any] = field(default_factory=dict)  # RoleConfig.from_options keywords
 
 
+def _open_cache(cache_class: Any, directory: Path) -> Any:
+    """The judges' response cache; a disk too full to create it is a
+    :class:`~cirrus.files.DiskFullError`, not a database traceback."""
+    import sqlite3
+
+    from cirrus.files import DiskFullError, disk_full, is_disk_full
+
+    try:
+        return cache_class(directory)
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            raise DiskFullError(directory / cache_class.FILENAME) from exc
+        raise
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full(exc, directory) from exc
+        raise
+
+
 def _fingerprint(part: Any) -> Any:
     return part.fingerprint() if hasattr(part, "fingerprint") else {"name": part.name}
 
@@ -72,14 +91,15 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
 
     pool = None
 
-    def client(options: RoleOptions):  # noqa: ANN202
+    def client(options: RoleOptions, name: str):  # noqa: ANN202
         nonlocal pool
         from cirrus.llm.cache import ResponseCache
         from cirrus.llm.client import ClientPool, RoleConfig
 
         if pool is None:
-            pool = ClientPool(ResponseCache(workspace / CACHE_DIR))
-        return pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env, **options.params))
+            pool = ClientPool(_open_cache(ResponseCache, workspace / CACHE_DIR))
+        return pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env,
+                                                   **{"name": name, **options.params}))
 
     if agent.model == "baseline:oracle":
         agent_part: Agent = OracleAgent()
@@ -88,19 +108,19 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     else:
         from cirrus.agents.openai_agent import OpenAIAgent
 
-        agent_part = OpenAIAgent(client(agent))
+        agent_part = OpenAIAgent(client(agent, "agent"))
     if judge.model == LOCAL:
         judge_part: CoverageJudge = LocalCoverageJudge()
     else:
         from cirrus.judges.llm import LLMCoverageJudge
 
-        judge_part = LLMCoverageJudge(client(judge))
+        judge_part = LLMCoverageJudge(client(judge, "judge"))
     if fluency.model == LOCAL:
         fluency_part: FluencyChecker = LocalFluencyChecker()
     else:
         from cirrus.judges.llm import LLMFluencyChecker
 
-        fluency_part = LLMFluencyChecker(client(fluency))
+        fluency_part = LLMFluencyChecker(client(fluency, "fluency"))
     fingerprint = {"agent_role": _fingerprint(agent_part), "judge_role": _fingerprint(judge_part),
                    "fluency_role": _fingerprint(fluency_part)}
     if isinstance(judge_part, LocalCoverageJudge):

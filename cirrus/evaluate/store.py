@@ -7,10 +7,17 @@ in flight, and a resumed run knows exactly what is done.  ``finalize`` turns
 the committed rows into the contract's outputs: ``tasks.parquet``,
 ``checkpoints.parquet``, ``summary.json``; a transcript whose attempt line
 never made it is dropped there.
+
+A full disk stops the run with :class:`~cirrus.files.DiskFullError` ("disk
+full while writing <path>: free space and re-run; completed attempts are
+kept"): an append that fails part-way is cut back (no half line), and the
+outputs are written to temporary files and renamed, so every file stays
+readable and the same command resumes once there is room.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -18,11 +25,12 @@ from typing import Any
 
 import polars as pl
 
-from cirrus.files import atomic_writer, read_jsonl
+from cirrus.files import append_line, atomic_writer, disk_full, is_disk_full, read_jsonl, remove_stale_temps
 
 RUN_FILE = "run.json"
 ATTEMPTS_FILE = "attempts.jsonl"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
+DISK_FULL_ADVICE = "free space and re-run; completed attempts are kept"
 
 TASK_SCHEMA = {
     "task_id": pl.Utf8, "attempt": pl.Int64, "category": pl.Utf8, "checkpoints": pl.Int64, "covered": pl.Int64,
@@ -45,10 +53,15 @@ def _end_partial_line(path: Path) -> None:
     """Close a line a crash cut short, so the next append starts a fresh line
     (the cut line stays unreadable and is skipped)."""
     if path.exists() and path.stat().st_size:
-        with path.open("rb+") as handle:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")
+        try:
+            with path.open("rb+") as handle:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full(exc, path, DISK_FULL_ADVICE) from exc
+            raise
 
 
 class RunStore:
@@ -60,6 +73,7 @@ class RunStore:
     def open(self, fingerprint: dict[str, Any], details: dict[str, Any]) -> None:
         """Create the run, or check that a resumed run asks for the same thing."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(self.directory)  # a run killed while finalizing
         for name in (ATTEMPTS_FILE, TRANSCRIPTS_FILE):
             _end_partial_line(self.directory / name)
         run_file = self.directory / RUN_FILE
@@ -72,7 +86,7 @@ class RunStore:
                     "resume it with the same models, parameters and tasks, or choose a new --run-id"
                 )
             return
-        with atomic_writer(run_file) as out:
+        with atomic_writer(run_file, advice=DISK_FULL_ADVICE) as out:
             json.dump({"fingerprint": fingerprint, **details}, out, indent=2, ensure_ascii=False)
 
     def committed(self) -> dict[tuple[str, int], dict[str, Any]]:
@@ -82,11 +96,11 @@ class RunStore:
     # -- appending ----------------------------------------------------------------
 
     def append(self, row: dict[str, Any], transcript: dict[str, Any]) -> None:
+        """The transcript, then the attempt line (the commit mark), each
+        synced; a line that cannot be written whole is not left half written."""
         for name, record in ((TRANSCRIPTS_FILE, transcript), (ATTEMPTS_FILE, row)):
-            with (self.directory / name).open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_line(self.directory / name, json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n",
+                        advice=DISK_FULL_ADVICE)
 
     # -- outputs --------------------------------------------------------------------
 
@@ -98,13 +112,17 @@ class RunStore:
             {**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": r["task_id"], "attempt": r["attempt"]}
             for r in rows for c in r.get("turns", [])
         ]
-        pl.DataFrame(task_rows, schema=TASK_SCHEMA).write_parquet(self.directory / "tasks.parquet")
-        pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA).write_parquet(self.directory / "checkpoints.parquet")
+        for name, frame in (("tasks.parquet", pl.DataFrame(task_rows, schema=TASK_SCHEMA)),
+                            ("checkpoints.parquet", pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA))):
+            buffer = io.BytesIO()  # small; written whole, so a full disk leaves the old file
+            frame.write_parquet(buffer)
+            with atomic_writer(self.directory / name, binary=True, advice=DISK_FULL_ADVICE) as out:
+                out.write(buffer.getbuffer())
         keys = {(r["task_id"], r["attempt"]) for r in rows}
         latest = {(t["task_id"], t["attempt"]): t for t in read_jsonl(self.directory / TRANSCRIPTS_FILE)}
-        with atomic_writer(self.directory / TRANSCRIPTS_FILE) as out:
+        with atomic_writer(self.directory / TRANSCRIPTS_FILE, advice=DISK_FULL_ADVICE) as out:
             for key in sorted(k for k in latest if k in keys):
                 out.write(json.dumps(latest[key], ensure_ascii=False, separators=(",", ":")) + "\n")
-        with atomic_writer(self.directory / "summary.json") as out:
+        with atomic_writer(self.directory / "summary.json", advice=DISK_FULL_ADVICE) as out:
             json.dump(summary, out, indent=2, ensure_ascii=False)
             out.write("\n")

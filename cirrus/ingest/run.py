@@ -5,6 +5,7 @@ streamed to a temporary file and renamed into place only when the run
 completes, the manifest is written the same way last, so a crash never leaves
 a half-written file that looks complete.  Cassettes are written one by one
 (each atomically) and stale ones from an earlier ingest are removed at the end.
+Temporary files a killed ingest left behind are removed when the next starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tqdm import tqdm
 
 from cirrus import __version__
 from cirrus.config import PipelineConfig
-from cirrus.files import atomic_writer
+from cirrus.files import atomic_writer, remove_stale_temps
 from cirrus.ingest.cassettes import write_cassette
 from cirrus.ingest.knowledge import load_kb
 from cirrus.ingest.pipeline import AnnotatorSpec, Outcome, ProcessorFactory, Skipped, local_outcomes, mark_duplicates
@@ -171,6 +172,8 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     workspace = options.workspace
     mocks = workspace / MOCKS_DIR
     mocks.mkdir(parents=True, exist_ok=True)
+    for folder in (workspace / TASKS_FILE.parent, mocks):
+        remove_stale_temps(folder)  # from an ingest that was killed
     tally = _Tally()
     written_cassettes: set[str] = set()
     bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)

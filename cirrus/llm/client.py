@@ -19,13 +19,21 @@ Retries
     The openai client's own retry loop is switched off (``max_retries=0``) and
     tenacity retries each request instead, so that every attempt passes
     through the endpoint's rate limiter: 429, 408, 409, 5xx, timeouts and
-    connection errors are retried ``RoleConfig.max_retries`` times with
-    exponential backoff and jitter; a ``Retry-After`` (or ``retry-after-ms``)
-    header is honoured instead of the backoff, and a 429's ``Retry-After``
+    connection errors (a body cut short included) and malformed 200 answers
+    (a body that is not JSON, no ``choices``, a choice without a message)
+    are retried ``RoleConfig.max_retries`` times with exponential backoff and
+    jitter; a ``Retry-After`` (or ``retry-after-ms``) header is honoured
+    instead of the backoff (never waited less), and a 429's ``Retry-After``
     also pauses the other requests to that endpoint.  When the retries are
-    spent, :class:`~cirrus.evaluate.types.InfrastructureError` is raised.
-    A 401/403 is never retried: :class:`ModelAuthError` names the key's
+    spent, :class:`~cirrus.evaluate.types.InfrastructureError` is raised,
+    naming the role, model and endpoint and saying what went wrong.  A
+    401/403 is never retried: :class:`ModelAuthError` names the key's
     variable.  Other 4xx answers raise ``InfrastructureError`` at once.
+
+Timeouts
+    ``RoleConfig.timeout`` bounds each try as a whole (connecting, waiting
+    and reading the answer): the SDK's per-read timeout alone never fires
+    against a server that sends a byte now and then but never finishes.
 
 Caching
     Calls made with ``cache=True`` (the judges, never the agent) are looked up
@@ -50,7 +58,9 @@ import email.utils
 import json
 import math
 import random
+import sqlite3
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
@@ -58,6 +68,7 @@ from typing import Any, TypeVar
 from openai import (
     APIConnectionError,
     APIStatusError,
+    APITimeoutError,
     AsyncOpenAI,
     AuthenticationError,
     PermissionDeniedError,
@@ -103,7 +114,9 @@ class RoleConfig:
     reasoning models want ``max_completion_tokens``.  ``rpm`` and
     ``concurrency`` bound the requests to the endpoint (requests started per
     minute, requests in flight); ``None`` is unbounded.  ``timeout`` is per
-    request, in seconds; ``max_retries`` counts retries after the first try.
+    request (each try as a whole), in seconds; ``max_retries`` counts retries
+    after the first try.  ``name`` is the role ("agent", "judge", "fluency")
+    for messages; it changes no answer.
     """
 
     endpoint: Endpoint
@@ -118,6 +131,7 @@ class RoleConfig:
     max_tokens_param: str = "max_tokens"
     retry_initial_wait: float = 1.0  # backoff: retry_initial_wait * 2**n + jitter, capped at retry_max_wait
     retry_max_wait: float = 30.0
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -195,7 +209,8 @@ class RoleConfig:
         return {"model": self.endpoint.model, "params": self.body_params()}
 
     def describe(self) -> str:
-        return f"{self.endpoint.model} at {self.endpoint.base_url}"
+        role = f"{self.name} " if self.name else ""
+        return f"{role}model {self.endpoint.model!r} at {self.endpoint.base_url}"
 
 
 def roles_from_options(
@@ -222,15 +237,15 @@ def roles_from_options(
     """
     judge_model = judge_model or model
     fluency_model = fluency_model or judge_model
-    agent = RoleConfig.from_options(model, base_url, api_key_env, **dict(agent_params or {}))
+    agent = RoleConfig.from_options(model, base_url, api_key_env, **{"name": "agent", **dict(agent_params or {})})
     judge = RoleConfig.from_options(
         judge_model, judge_base_url or base_url, judge_api_key_env or api_key_env,
-        **{"temperature": 0.0, **dict(judge_params or {})},
+        **{"name": "judge", "temperature": 0.0, **dict(judge_params or {})},
     )
     fluency = RoleConfig.from_options(
         fluency_model, fluency_base_url or judge_base_url or base_url,
         fluency_api_key_env or judge_api_key_env or api_key_env,
-        **{"temperature": 0.0, **dict(fluency_params or {})},
+        **{"name": "fluency", "temperature": 0.0, **dict(fluency_params or {})},
     )
     return agent, judge, fluency
 
@@ -341,36 +356,49 @@ class ChatResult:
         return cls(**{k: v for k, v in data.items() if k in known}, cached=True)
 
     @classmethod
-    def from_completion(cls, completion: ChatCompletion, latency_s: float, attempts: int) -> ChatResult:
-        choices = completion.choices or []
-        if not choices or choices[0].message is None:
-            raise _MalformedAnswer("the answer has no choices")
+    def from_completion(cls, completion: Any, latency_s: float, attempts: int) -> ChatResult:
+        """The answer of a 200 response; :class:`_MalformedAnswer` when it is
+        not a usable chat completion.  The SDK builds its types without
+        validating them, so every field is read defensively."""
+        if not isinstance(completion, ChatCompletion):
+            shown = completion if isinstance(completion, str) else json.dumps(completion)[:100]
+            raise _MalformedAnswer(f"the body is not a chat completion: {_snippet(shown)}")
+        choices = _attr(completion, "choices")
+        if choices is None:
+            raise _MalformedAnswer("the answer has no 'choices' field")
+        if not isinstance(choices, list) or not choices:
+            raise _MalformedAnswer(f"the answer has no choices (choices: {json.dumps(choices, default=str)[:80]})")
         choice = choices[0]
-        message = choice.message
+        message = _attr(choice, "message")
+        if message is None or isinstance(message, (str, int, float, list)):
+            raise _MalformedAnswer("the answer's first choice has no message")
+        content = _text_content(_attr(message, "content"))
         tool_calls = []
-        for i, call in enumerate(message.tool_calls or ()):
-            function = getattr(call, "function", None)
+        raw_calls = _attr(message, "tool_calls")
+        for i, call in enumerate(raw_calls if isinstance(raw_calls, list) else ()):
+            function = _attr(call, "function")
             if function is None:  # a non-function (custom) tool call: keep what is there
                 continue
+            name, arguments = _attr(function, "name"), _attr(function, "arguments")
+            if not isinstance(arguments, str):
+                arguments = "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
             tool_calls.append({
-                "id": call.id or f"call_{i}",
+                "id": str(_attr(call, "id") or f"call_{i}"),
                 "type": "function",
-                "function": {"name": function.name or "", "arguments": function.arguments or ""},
+                "function": {"name": str(name or ""), "arguments": arguments},
             })
-        usage = completion.usage
-        prompt_tokens = completion_tokens = reasoning_tokens = None
-        if usage is not None:
-            prompt_tokens = usage.prompt_tokens
-            completion_tokens = usage.completion_tokens
-            details = usage.completion_tokens_details
-            if details is not None:
-                reasoning_tokens = details.reasoning_tokens
-        reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+        usage = _attr(completion, "usage")
+        prompt_tokens = _count(_attr(usage, "prompt_tokens"))
+        completion_tokens = _count(_attr(usage, "completion_tokens"))
+        reasoning_tokens = _count(_attr(_attr(usage, "completion_tokens_details"), "reasoning_tokens"))
+        reasoning = _attr(message, "reasoning_content") or _attr(message, "reasoning")
+        finish_reason = _attr(choice, "finish_reason")
+        model = _attr(completion, "model")
         return cls(
-            content=message.content or "",
+            content=content,
             tool_calls=tool_calls,
-            finish_reason=choice.finish_reason,
-            model=completion.model or "",
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            model=model if isinstance(model, str) else "",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             reasoning_tokens=reasoning_tokens,
@@ -380,8 +408,43 @@ class ChatResult:
         )
 
 
+def _attr(obj: Any, name: str) -> Any:
+    """A field of an SDK object built without validation (missing: None)."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _text_content(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        texts = [_attr(part, "text") for part in content]
+        if all(isinstance(t, str) or t is None for t in texts):
+            return "".join(t for t in texts if t)
+    raise _MalformedAnswer(f"the message content is not text: {_snippet(json.dumps(content, default=str))}")
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 class _MalformedAnswer(RuntimeError):
     """A 200 answer that is not a chat completion (retried like a 5xx)."""
+
+
+class _TriedTooLong(RuntimeError):
+    """A try that did not finish within ``RoleConfig.timeout`` (retried like
+    a timeout)."""
 
 
 # ---------------------------------------------------------------------------
@@ -393,7 +456,8 @@ def _retryable(exc: BaseException) -> bool:
         return False
     if isinstance(exc, APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
-    return isinstance(exc, (APIConnectionError, _MalformedAnswer))  # APITimeoutError is an APIConnectionError
+    # APITimeoutError is an APIConnectionError; a body cut short is one too
+    return isinstance(exc, (APIConnectionError, _MalformedAnswer, _TriedTooLong))
 
 
 def retry_after(exc: BaseException | None) -> float | None:
@@ -424,10 +488,18 @@ def _dumps(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _describe_error(exc: BaseException) -> str:
+def _describe_error(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, APIStatusError):
         message = exc.message if isinstance(exc.message, str) else str(exc)
         return f"HTTP {exc.status_code}: {message[:300]}"
+    if isinstance(exc, (APITimeoutError, _TriedTooLong)):
+        return f"timed out: no complete answer within the {timeout:g} s timeout"
+    if isinstance(exc, APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        detail = str(cause) if cause is not None and str(cause) else str(exc)
+        return f"connection failed: {detail[:300]}"
+    if isinstance(exc, _MalformedAnswer):
+        return f"malformed answer: {str(exc)[:300]}"
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
@@ -504,7 +576,7 @@ class ChatClient:
                 self.cache_hits += 1
                 return ChatResult.from_cache(hit)
             result = await self._send(text.encode("utf-8"))
-            self.cache.put(key, result.to_cache())
+            self._cache_put(key, result)
             return result
         return await self._send(_dumps(body))
 
@@ -559,7 +631,7 @@ class ChatClient:
                 problem = str(exc)
                 continue
             if key is not None:
-                self.cache.put(key, last.to_cache())  # type: ignore[union-attr]
+                self._cache_put(key, last)
             return value, last
         shown = (last.content if last is not None else "")[:300]
         raise InfrastructureError(
@@ -582,18 +654,37 @@ class ChatClient:
                     attempts += 1
                     async with self.limiter:
                         self.requests += 1
-                        completion = await self._openai.post(
-                            "/chat/completions", cast_to=ChatCompletion, content=payload
-                        )
+                        completion = await self._post(payload)
                     return ChatResult.from_completion(completion, time.perf_counter() - started, attempts)
         except (AuthenticationError, PermissionDeniedError) as exc:
             raise self._auth_error(exc) from None
-        except (APIStatusError, APIConnectionError, _MalformedAnswer) as exc:
+        except (APIStatusError, APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             retried = f" after {attempts} attempts" if attempts > 1 else ""
             raise InfrastructureError(
-                f"{self.role.describe()} failed{retried}: {_describe_error(exc)}"
+                f"{self.role.describe()} failed{retried}: {_describe_error(exc, self.role.timeout)}"
             ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _post(self, payload: bytes) -> Any:
+        """One try: the SDK's answer (a ``ChatCompletion`` when the body was a
+        JSON object), within ``RoleConfig.timeout`` as a whole."""
+        try:
+            async with asyncio.timeout(self.role.timeout):
+                return await self._openai.post("/chat/completions", cast_to=ChatCompletion, content=payload)
+        except TimeoutError:
+            raise _TriedTooLong() from None
+        except json.JSONDecodeError as exc:  # a 200 whose JSON body is cut or garbled
+            raise _MalformedAnswer(f"the body is not JSON ({exc.msg}): {_snippet(exc.doc)}") from None
+        except UnicodeDecodeError:
+            raise _MalformedAnswer("the body is not JSON (not UTF-8 text)") from None
+
+    def _cache_put(self, key: str, result: ChatResult) -> None:
+        """Store an answer; a cache that cannot be written (a full disk) costs
+        a question asked again later, never the answer in hand."""
+        try:
+            self.cache.put(key, result.to_cache())  # type: ignore[union-attr]
+        except (sqlite3.Error, OSError) as exc:
+            warnings.warn(f"could not write the response cache: {exc}", RuntimeWarning, stacklevel=2)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -607,13 +698,15 @@ class ChatClient:
 
     def _auth_error(self, exc: APIStatusError) -> ModelAuthError:
         endpoint = self.role.endpoint
+        option = {"judge": "--judge-api-key-env", "fluency": "--fluency-api-key-env"}.get(
+            self.role.name or "", "--api-key-env")
         if endpoint.api_key_env:
             advice = (f"check the API key in the environment variable {endpoint.api_key_env} "
-                      f"(or choose another variable with --api-key-env)")
+                      f"(or choose another variable with {option})")
         else:
-            advice = "the endpoint needs an API key: name its environment variable with --api-key-env"
+            advice = f"the endpoint needs an API key: name its environment variable with {option}"
         return ModelAuthError(
-            f"model {endpoint.model!r} at {endpoint.base_url} refused the request "
+            f"{self.role.describe()} refused the request "
             f"(HTTP {exc.status_code}, not retried): {advice}"
         )
 
