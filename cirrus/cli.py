@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cirrus import __version__
+from cirrus.audit import register as audit_register
 
 app = typer.Typer(
     help="Cirrus: a replay-based benchmark for LLM customer-service agents, built from support-ticket logs.",
@@ -265,6 +266,7 @@ def _register_report_commands() -> None:
 
 
 _register_report_commands()
+audit_register(app)
 
 if __name__ == "__main__":
     app()
