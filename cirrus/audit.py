@@ -62,8 +62,10 @@ _KEYS = re.compile(
 )
 _IPV4 = re.compile(r"(?<![\w.*])(?:\d{1,3}\.){3}\d{1,3}(?![\w*]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:*])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f:]{2,39}(?![\w:*])")
-_PHONE_HINT = re.compile(r"\+?\d[\d ().-]{6,}\d")
-_DOTTED = re.compile(r"\d+(?:\.\d+){2,}")  # an address, version or date with dots, not a phone number
+# digits with the separators phone numbers are written with; not part of a
+# longer word, a masked value (``*``), a decimal number (``84.0553763440``)
+# or a time of day (``2025-03-05 11:02:15``)
+_PHONE_CANDIDATE = re.compile(r"(?<![\w*.,:+])(?:\+\d|\(\d|\d)[\d ()-]{5,18}\d(?![\w*]|[.,:]\d)")
 
 
 def _luhn(digits: str) -> bool:
@@ -94,25 +96,24 @@ def _ip_is_personal(text: str) -> bool:
 
 
 def _phones(text: str) -> Iterator[tuple[str, str]]:
-    if not _PHONE_HINT.search(text):  # phonenumbers is slow: only where a run of digits could be a number
-        return
+    """Runs of digits that ``phonenumbers`` finds as a valid number of one
+    of the regions (or, with a ``+``, of any country).  Candidates are cut out
+    by a regular expression first: running the matcher for every region over
+    whole lines is far too slow for large workspaces."""
     import phonenumbers
 
-    seen: set[str] = set()
-    for region in PHONE_REGIONS:
-        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-            raw = match.raw_string
-            before = text[max(0, match.start - 2):match.start]
-            after = text[match.end:match.end + 2]
-            if raw in seen or "*" in before[-1:] + after[:1] or _DOTTED.fullmatch(raw) or _in_a_decimal(before, after):
-                continue
-            seen.add(raw)
-            yield "phone", raw
-
-
-def _in_a_decimal(before: str, after: str) -> bool:
-    """Digits that continue a decimal number (``84.0553763440``): not a phone."""
-    return bool(re.fullmatch(r"\d[.,]", before) or re.fullmatch(r"[.,]\d", after))
+    for match in _PHONE_CANDIDATE.finditer(text):
+        raw = match.group().strip()
+        if len(re.sub(r"\D", "", raw)) < 8:
+            continue
+        regions = ("ZZ",) if raw.startswith("+") else PHONE_REGIONS  # ZZ: the number carries its country
+        for region in regions:
+            # the matcher, not parse(): it also refuses dates, timestamps and odd groupings
+            found = next(iter(phonenumbers.PhoneNumberMatcher(raw, region, leniency=phonenumbers.Leniency.VALID)),
+                         None)
+            if found is not None:
+                yield "phone", found.raw_string
+                break
 
 
 def scan_text(text: str) -> list[tuple[str, str]]:
