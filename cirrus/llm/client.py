@@ -634,10 +634,10 @@ class ChatClient:
                 self._cache_put(key, last)
             return value, last
         shown = (last.content if last is not None else "")[:300]
-        raise InfrastructureError(
+        raise InfrastructureError(self._redact(
             f"unreadable {what} from {self.role.describe()} after {max(1, attempts)} attempts "
             f"({problem}); last answer: {shown!r}"
-        )
+        ))
 
     async def _send(self, payload: bytes) -> ChatResult:
         started = time.perf_counter()
@@ -660,10 +660,17 @@ class ChatClient:
             raise self._auth_error(exc) from None
         except (APIStatusError, APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             retried = f" after {attempts} attempts" if attempts > 1 else ""
-            raise InfrastructureError(
+            raise InfrastructureError(self._redact(
                 f"{self.role.describe()} failed{retried}: {_describe_error(exc, self.role.timeout)}"
-            ) from exc
+            )) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key: some endpoints and gateways echo the
+        request's headers in their errors, and error texts are kept in the
+        run's rows, transcripts and reports."""
+        key = getattr(self._openai, "api_key", None)
+        return text.replace(key, "***") if isinstance(key, str) and len(key) >= 8 else text
 
     async def _post(self, payload: bytes) -> Any:
         """One try: the SDK's answer (a ``ChatCompletion`` when the body was a
