@@ -64,6 +64,29 @@ def _end_partial_line(path: Path) -> None:
             raise
 
 
+def _latest_lines(path: Path) -> dict[tuple[str, int], int]:
+    """Where the last whole line of each (task, attempt) starts in ``path``.
+
+    Offsets, not records: a run's transcripts can be far larger than memory
+    (tens of thousands of attempts), and ``finalize`` copies the lines as
+    they are."""
+    offsets: dict[tuple[str, int], int] = {}
+    if not path.exists():
+        return offsets
+    position = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            start, position = position, position + len(line)
+            if not line.endswith(b"\n"):
+                continue  # cut short by a crash
+            try:
+                record = json.loads(line)
+                offsets[(record["task_id"], record["attempt"])] = start
+            except (ValueError, TypeError, KeyError):
+                continue
+    return offsets
+
+
 class RunStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -119,10 +142,12 @@ class RunStore:
             with atomic_writer(self.directory / name, binary=True, advice=DISK_FULL_ADVICE) as out:
                 out.write(buffer.getbuffer())
         keys = {(r["task_id"], r["attempt"]) for r in rows}
-        latest = {(t["task_id"], t["attempt"]): t for t in read_jsonl(self.directory / TRANSCRIPTS_FILE)}
-        with atomic_writer(self.directory / TRANSCRIPTS_FILE, advice=DISK_FULL_ADVICE) as out:
+        transcripts = self.directory / TRANSCRIPTS_FILE
+        latest = _latest_lines(transcripts)
+        with transcripts.open("rb") as source, atomic_writer(transcripts, binary=True, advice=DISK_FULL_ADVICE) as out:
             for key in sorted(k for k in latest if k in keys):
-                out.write(json.dumps(latest[key], ensure_ascii=False, separators=(",", ":")) + "\n")
+                source.seek(latest[key])
+                out.write(source.readline())
         with atomic_writer(self.directory / "summary.json", advice=DISK_FULL_ADVICE) as out:
             json.dump(summary, out, indent=2, ensure_ascii=False)
             out.write("\n")
