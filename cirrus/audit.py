@@ -20,6 +20,7 @@ workspace of any size is read in constant memory.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -65,6 +66,7 @@ _IPV6 = re.compile(r"(?<![\w:*])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f:]{2,3
 # digits with the separators phone numbers are written with; not part of a
 # longer word, a masked value (``*``), a decimal number (``84.0553763440``)
 # or a time of day (``2025-03-05 11:02:15``)
+_DATE = re.compile(r"(?:19|20)\d\d-?(?:0[1-9]|1[0-2])-?(?:0[1-9]|[12]\d|3[01])")  # 2025-03-05, 20250305
 _PHONE_CANDIDATE = re.compile(r"(?<![\w*.,:+])(?:\+\d|\(\d|\d)[\d ()-]{5,18}\d(?![\w*]|[.,:]\d)")
 
 
@@ -98,22 +100,28 @@ def _ip_is_personal(text: str) -> bool:
 def _phones(text: str) -> Iterator[tuple[str, str]]:
     """Runs of digits that ``phonenumbers`` finds as a valid number of one
     of the regions (or, with a ``+``, of any country).  Candidates are cut out
-    by a regular expression first: running the matcher for every region over
-    whole lines is far too slow for large workspaces."""
-    import phonenumbers
-
+    by a regular expression first, and each distinct one is asked about once:
+    running the matcher over whole lines is far too slow for large workspaces."""
     for match in _PHONE_CANDIDATE.finditer(text):
         raw = match.group().strip()
-        if len(re.sub(r"\D", "", raw)) < 8:
-            continue
-        regions = ("ZZ",) if raw.startswith("+") else PHONE_REGIONS  # ZZ: the number carries its country
-        for region in regions:
-            # the matcher, not parse(): it also refuses dates, timestamps and odd groupings
-            found = next(iter(phonenumbers.PhoneNumberMatcher(raw, region, leniency=phonenumbers.Leniency.VALID)),
-                         None)
+        if sum(ch.isdigit() for ch in raw) >= 8 and not _DATE.fullmatch(raw):
+            found = _phone_in(raw)
             if found is not None:
-                yield "phone", found.raw_string
-                break
+                yield "phone", found
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _phone_in(candidate: str) -> str | None:
+    import phonenumbers
+
+    regions = ("ZZ",) if candidate.startswith("+") else PHONE_REGIONS  # ZZ: the number carries its country
+    for region in regions:
+        # the matcher, not parse(): it also refuses dates, timestamps and odd groupings
+        found = next(iter(phonenumbers.PhoneNumberMatcher(candidate, region, leniency=phonenumbers.Leniency.VALID)),
+                     None)
+        if found is not None:
+            return found.raw_string
+    return None
 
 
 def scan_text(text: str) -> list[tuple[str, str]]:
