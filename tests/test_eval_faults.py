@@ -134,7 +134,8 @@ def task_rows(workspace: Path, run_id: str) -> list[dict]:
 N_TASKS, RUNS, CONCURRENCY = 12, 2, 4
 
 
-def test_a_killed_run_resumes_to_the_same_result(tmp_path):
+@pytest.mark.parametrize("kill_after", [1, 3, N_TASKS * RUNS - 3])  # at the start, early, near the end
+def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after):
     workspace = make_workspace(tmp_path / "ws", N_TASKS)
     pairs = {(f"T{i:02d}", a) for i in range(N_TASKS) for a in range(RUNS)}
     extra = ("--runs", str(RUNS), "--pass-k", "2", "--concurrency", str(CONCURRENCY))
@@ -145,7 +146,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path):
         assert clean.returncode == 0, clean.stderr
         clean_agent_calls = agent_requests(server)
 
-        # the same run, killed once some attempts are committed
+        # the same run, killed once `kill_after` attempts are committed
         before = len(server.requests)
         attempts_file = report(workspace, "r") / "attempts.jsonl"
         proc = subprocess.Popen(eval_command(workspace, server, "r", *extra), env=child_env(), cwd=workspace,
@@ -155,7 +156,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path):
         while proc.poll() is None and time.monotonic() < deadline:
             if attempts_file.exists():
                 committed_at_kill = len(jsonl(attempts_file)[0])
-                if committed_at_kill >= 3:
+                if committed_at_kill >= kill_after:
                     proc.send_signal(signal.SIGKILL)
                     break
             time.sleep(0.005)
@@ -163,7 +164,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path):
         assert proc.returncode == -signal.SIGKILL, f"not killed in time (exit {proc.returncode}): {proc.stderr.read()}"
         proc.stderr.close()
         rows_at_kill, _ = jsonl(attempts_file)
-        assert 3 <= len(rows_at_kill) < len(pairs)
+        assert kill_after <= len(rows_at_kill) < len(pairs)
         assert not (report(workspace, "r") / "summary.json").exists()
         killed_agent_calls = agent_requests(server) - clean_agent_calls
 
