@@ -198,6 +198,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after):
     assert summary["atpr"] == pytest.approx(sum(r["tpr"] for r in rows) / len(rows))
     assert {k: summary[k] for k in SCORE_KEYS} == {k: clean_summary[k] for k in SCORE_KEYS}
     assert rows == task_rows(clean_ws, "clean")
+    assert not list(out.glob(".*.tmp"))  # no temporary file of the killed run left behind
     checkpoints = pl.read_parquet(out / "checkpoints.parquet").drop("wall_s").sort(["task_id", "attempt", "checkpoint"])
     clean_checkpoints = pl.read_parquet(report(clean_ws, "clean") / "checkpoints.parquet").drop("wall_s").sort(
         ["task_id", "attempt", "checkpoint"])
