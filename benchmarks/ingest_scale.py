@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -36,13 +37,30 @@ SIZES = (1000, 2500, 5000, 10000, 20000)
 
 
 def build_corpus(workdir: Path, largest: int, seed: int) -> Path:
-    """The largest corpus, built once with ``make_corpus.py``."""
+    """A corpus of at least ``largest`` tickets: one already built (a corpus
+    is a prefix of any larger one of the same seed), or built now with
+    ``make_corpus.py``."""
     import make_corpus
 
+    built = sorted((int(p.stem.split("-")[1]), p) for p in workdir.glob("corpus-*.jsonl")
+                   if p.stem.split("-")[1].isdigit() and _seed_of(p) == seed)
+    for size, path in built:
+        if size >= largest:
+            return path
     corpus = workdir / f"corpus-{largest}.jsonl"
     if not corpus.exists():
         make_corpus.main(["--tickets", str(largest), "--seed", str(seed), "--out", str(corpus)])
     return corpus
+
+
+def _seed_of(corpus: Path) -> int | None:
+    sidecar = corpus.with_name(corpus.name + ".pii.json")
+    try:
+        with sidecar.open(encoding="utf-8") as handle:
+            head = handle.read(2000)  # the meta block comes first
+        return int(re.search(r'"seed": (\d+)', head).group(1))  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        return None
 
 
 def prefix(corpus: Path, n: int) -> Path:
