@@ -16,12 +16,13 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
 import ijson
 
-from cirrus.ingest.readers._common import loads
+from cirrus.ingest.readers._common import NotJSON, loads
 from cirrus.schema import SourceRef
 
 try:  # the C backend is the fast one and the one whose messages we know
@@ -36,6 +37,12 @@ _BOM = b"\xef\xbb\xbf"
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 # yajl messages: a fixed first line, then the offending text (never kept).
 _YAJL_FIRST_LINE = re.compile(r"(?:lexical|parse) error: [^\n]{1,80}")
+# Deepest array/object nesting read from a .json file.  ijson keeps a prefix
+# string per open level, so memory grows with the square of the depth (a
+# 200 kB file of brackets takes gigabytes); json.loads stops near 1000 levels.
+MAX_DEPTH = 512
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,8 +127,8 @@ def _parse_line(raw: bytes, origin: SourceRef) -> RawRecord:
         return RawRecord(origin, payload=loads(text))
     except json.JSONDecodeError as exc:
         return RawRecord(origin, error=f"invalid JSON ({exc.msg} at column {exc.colno})")
-    except ValueError:  # NaN / Infinity, which JSON does not have
-        return RawRecord(origin, error="invalid JSON (NaN or Infinity)")
+    except NotJSON as exc:  # NaN, 1e400, a lone surrogate: Python reads them, JSON has none
+        return RawRecord(origin, error=f"invalid JSON ({exc})")
     except RecursionError:
         return RawRecord(origin, error="invalid JSON (nested too deeply)")
 
@@ -139,6 +146,7 @@ def _read_json(file: Path, source: str) -> Iterator[RawRecord]:
                 yield RawRecord(SourceRef(source), error="empty file")
                 return
             is_list = first == b"["
+            stream = _DepthGuard(stream)
             if not is_list:
                 values = _ijson.items(stream, "", use_float=True)
                 payload = next(values)
@@ -174,6 +182,48 @@ def _skip_leading_whitespace(stream: IO[bytes]) -> bytes | None:
     return None
 
 
+class _TooDeep(ValueError):
+    pass
+
+
+class _DepthGuard:
+    """A byte stream that fails with :class:`_TooDeep` once the JSON read
+    through it nests deeper than :data:`MAX_DEPTH`.  Brackets inside strings
+    do not count; a string or an escape may span reads, so both states are
+    carried from read to read."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._stream.read(size)
+        if chunk:
+            self._scan(chunk)
+        return chunk
+
+    def _scan(self, chunk: bytes) -> None:
+        # Only C-level bytes operations: a per-byte loop would be slower than
+        # the parser itself.  Outside strings, valid JSON has no backslash.
+        if self._escaped:  # a backslash ended the last read
+            chunk, self._escaped = chunk[1:], False
+        chunk = chunk.replace(b"\\\\", b"")  # escaped backslashes
+        if chunk.endswith(b"\\"):
+            chunk, self._escaped = chunk[:-1], True
+        # Without escaped quotes, every quote left opens or closes a string.
+        pieces = chunk.replace(b'\\"', b"").translate(None, _NOT_STRUCTURE).split(b'"')
+        outside = b"".join(pieces[1 if self._in_string else 0 :: 2])
+        if len(pieces) % 2 == 0:
+            self._in_string = not self._in_string
+        if outside:
+            levels = list(accumulate(memoryview(outside.translate(_BRACKET_STEPS)).cast("b"), initial=self._depth))
+            if max(levels) > MAX_DEPTH:
+                raise _TooDeep
+            self._depth = levels[-1]
+
+
 def _describe_error(exc: BaseException) -> str:
     if isinstance(exc, ijson.JSONError):
         message = exc.args[0] if exc.args else ""
@@ -186,7 +236,7 @@ def _describe_error(exc: BaseException) -> str:
         return f"invalid JSON ({detail})"
     if isinstance(exc, UnicodeDecodeError):
         return "invalid UTF-8"
-    if isinstance(exc, RecursionError):
+    if isinstance(exc, (RecursionError, _TooDeep)):
         return "invalid JSON (nested too deeply)"
     if isinstance(exc, _READ_ERRORS):
         return f"unreadable file ({type(exc).__name__})"
