@@ -78,7 +78,7 @@ def test_ids_and_tool_names_with_path_characters_stay_inside_the_workspace(tmp_p
     import json
 
     raw = tmp_path / "raw.json.gz"
-    bad_ids = ["../../escape", "/etc/passwd-ish", "a/b", "..\\win", "con", "nul\u0000byte", "~/.ssh"]
+    bad_ids = ["../../escape", "/etc/passwd-ish", "a/b", "..\\win", "con", "nul\u0000byte", "~/.ssh", "A" * 300]
     tickets = [{"ticket_id": ticket_id, "events": [
         {"role": "customer", "text": "status?"},
         {"role": "tool_call", "call_id": "c1", "name": "../../../tmp/evil", "arguments": {"x": 1}},

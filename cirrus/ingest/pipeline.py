@@ -36,10 +36,11 @@ _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def cassette_filename(task_id: str) -> str:
-    """A file name for a task's cassette that cannot leave ``tool_mocks/``;
-    ids that had to be changed get a hash suffix so two never collide."""
+    """A file name for a task's cassette that cannot leave ``tool_mocks/``
+    and fits any file system (255 bytes); ids that had to be changed or cut
+    get a hash suffix so two never collide."""
     safe = _UNSAFE_FILE_CHARS.sub("_", task_id).lstrip(".") or "_"
-    if safe != task_id:
+    if safe != task_id or len(safe.encode()) > 120:
         safe = f"{safe[:80]}-{hashlib.sha1(task_id.encode()).hexdigest()[:8]}"
     return f"{safe}.yaml"
 
