@@ -378,6 +378,7 @@ def _nest(depth: int, inner: str, shape: str) -> str:
     st.sampled_from(["bare", "arguments", "unclosed"]),
 )
 @example(100_000, "list", "bare")  # a 200 kB file that took ~25 GB before the depth guard
+@example(5_000, "list", "bare")  # past json.loads' recursion limit on a .jsonl line
 @example(MAX_DEPTH, "dict", "arguments")
 def test_deep_nesting(scratch_root: Path, depth: int, shape: str, where: str) -> None:
     """Deep nesting is a clean quarantine, in bounded memory and time, never a
@@ -677,3 +678,43 @@ def test_truncated_sample_files(scratch_root: Path, sample: Path, data: st.DataO
         cut_mid_record = bool(content[cut:].strip())
     if cut_mid_record:
         assert isinstance(results[-1], Quarantined), "the cut-off record is reported"
+
+
+# Keys the adapters look up, and the values they switch on (roles, speakers,
+# content part types), thrown together with values of any type: unlike
+# ticket_shaped, which breaks valid templates, these mix the formats' keys
+# (events with messages, tool_calls on a native event, ...).
+VOCAB_KEYS = (
+    "ticket_id", "task_id", "id", "convo_id", "trial", "reward", "events", "messages", "traj", "original",
+    "delexed", "scenario", "knowledge", "role", "speaker", "text", "content", "tool_calls", "tool_call_id",
+    "call_id", "function", "name", "arguments", "type", "targets", "attachments", "ocr_text", "ts", "doc_id",
+    "title", "category", "channel", "language", "status", "flow",
+)
+VOCAB_WORDS = (
+    "customer", "agent", "system", "tool_call", "tool_result", "user", "assistant", "tool", "developer",
+    "action", "function", "text", "input_text", "output_text", "image", "resolved",
+)
+vocab_scalars = scalars | st.sampled_from(VOCAB_WORDS) | odd_timestamps
+vocab_values = st.recursive(
+    vocab_scalars,
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(VOCAB_KEYS) | odd_text, inner, max_size=6),
+    max_leaves=25,
+)
+vocab_records = st.dictionaries(st.sampled_from(VOCAB_KEYS), vocab_values, max_size=8)
+
+
+@fuzz_settings(300)
+@given(st.lists(vocab_records | ticket_shaped(), min_size=1, max_size=4), st.booleans(), st.booleans())
+def test_ticket_vocabulary_with_random_values(scratch_root: Path, values: list[Any], bom: bool, crlf: bool) -> None:
+    """Records made of the adapters' own keys with values of any type are a
+    ticket or a quarantine with a reason the adapter gave (no crash caught by
+    the safety net), one per line or item, under every format."""
+    newline = "\r\n" if crlf else "\n"
+    prefix = BOM if bom else b""
+    jsonl = prefix + "".join(json.dumps(v, ensure_ascii=False) + newline for v in values).encode()
+    listed = prefix + json.dumps(values, ensure_ascii=False).encode()
+    with scratch(scratch_root) as folder:
+        for name, data in (("v.jsonl", jsonl), ("v.json", listed)):
+            for fmt, results in check_file(folder, name, data).items():
+                assert len(results) == len(values), (name, fmt)
