@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import httpx
+import yaml
 from vcr.cassette import Cassette
 from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.matchers import method, uri
@@ -35,10 +37,9 @@ from vcr.persisters.filesystem import FilesystemPersister
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 from vcr.serialize import deserialize
-from vcr.serializers import yamlserializer
 from vcr.stubs.httpx_stubs import vcr_handle_request
 
-from cirrus.ingest.cassettes import canonical_arguments, canonical_json, tool_url
+from cirrus.ingest.cassettes import canonical_arguments, canonical_json, dump_cassette, tool_url
 from cirrus.schema import Task
 
 _MAX_SHOWN_ARGUMENTS = 500
@@ -75,6 +76,29 @@ def canonical_body(r1: Request, r2: Request) -> None:
 
 def _as_bytes(body: Any) -> bytes | None:
     return body.encode("utf-8") if isinstance(body, str) else body
+
+
+class CassetteError(ValueError):
+    """A cassette file that cannot be read (not YAML, an unsafe tag, not vcrpy's layout)."""
+
+
+class _SafeYamlSerializer:
+    """vcrpy serializer that reads with PyYAML's safe loader only.
+
+    Cirrus writes cassettes with the safe dumper, so no ``!!python/...`` tag
+    is ever needed; reading them safely here does not depend on which YAML
+    loader the installed vcrpy uses (its own adds constructors for a few
+    Python tags)."""
+
+    @staticmethod
+    def deserialize(text: str) -> Any:
+        if yaml.__with_libyaml__:
+            return yaml.load(text, Loader=yaml.CSafeLoader)
+        return yaml.safe_load(text)
+
+    @staticmethod
+    def serialize(data: Any) -> str:
+        return dump_cassette(data)
 
 
 class _Utf8Persister(FilesystemPersister):
@@ -117,22 +141,34 @@ class ToolReplayer:
             return
         if not self.path.is_file():
             raise FileNotFoundError(f"cassette {self.path} does not exist")
-        self._cassette = Cassette.load(
-            path=str(self.path),
-            serializer=yamlserializer,
-            persister=_Utf8Persister,
-            record_mode=RecordMode.NONE,
-            match_on=(method, uri, canonical_body),
-        )
+        try:
+            self._cassette = Cassette.load(
+                path=str(self.path),
+                serializer=_SafeYamlSerializer,
+                persister=_Utf8Persister,
+                record_mode=RecordMode.NONE,
+                match_on=(method, uri, canonical_body),
+            )
+        except (ValueError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+            raise CassetteError(f"cassette {self.path} cannot be read: {type(exc).__name__}: {exc}") from None
         for index, request in enumerate(self._cassette.requests):
             self._matches.setdefault(self._key(request.method, request.uri, request.body), []).append(index)
         self._client = httpx.Client(transport=_CassetteTransport(self._cassette), trust_env=False)
 
     @classmethod
     def for_task(cls, workspace: Path, task: Task | Mapping[str, Any]) -> ToolReplayer:
-        """The replayer of ``task``, whose ``cassette`` is relative to ``workspace``."""
+        """The replayer of ``task``, whose ``cassette`` is relative to
+        ``workspace``.  A cassette path outside ``tool_mocks/`` (an absolute
+        path, ``..``) raises :class:`CassetteError`: a task file must not make
+        the replayer read, and hand to the model under test, another file of
+        the machine.  (Links the user put in ``tool_mocks/`` are followed.)"""
         cassette = task.cassette if isinstance(task, Task) else task.get("cassette")
-        return cls(None if cassette is None else Path(workspace) / cassette)
+        if cassette is None:
+            return cls(None)
+        parts = PurePosixPath(os.path.normpath(str(cassette).replace("\\", "/"))).parts
+        if len(parts) < 2 or parts[0] != "tool_mocks" or ".." in parts or "\0" in str(cassette):
+            raise CassetteError(f"cassette {cassette!r} is not inside {Path(workspace) / 'tool_mocks'}")
+        return cls(Path(workspace) / cassette)
 
     @staticmethod
     def _key(http_method: str, url: str, body: Any) -> tuple[str, str, Any]:

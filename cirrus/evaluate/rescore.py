@@ -304,6 +304,8 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
     from cirrus.evaluate.runner import dataset_hash, load_tasks
     from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
 
+    if not _RUN_ID.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
+        raise RescoreError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
     directory = workspace / "reports" / run_id
     run_file = directory / RUN_FILE
     if not run_file.is_file():
