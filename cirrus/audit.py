@@ -1,21 +1,57 @@
-"""``cirrus audit WORKSPACE``: a last line of defence against personal data in
-what Cirrus wrote.
+"""``cirrus audit WORKSPACE``: a last check for personal data and secrets in a
+workspace before it is shared.
 
-It reads every file Cirrus writes into a workspace -- ``tickets/tasks.jsonl``
-and ``tickets/manifest.json`` (the raw input in ``tickets/raw`` and the
-knowledge folder are inputs and are not read), every cassette under
-``tool_mocks/`` and everything under ``reports/`` (JSONL, JSON, Parquet, HTML,
-SVG, Markdown, CSV) -- and looks for e-mail addresses, phone numbers, payment
-card numbers, cloud and API keys and IP addresses.  Values Cirrus masked keep
-a ``*`` (``ja***@g***.com``, ``157****3190``) and cannot match.  A hit is shown
-masked, with its file, line (Parquet: row and column) and kind, so the audit
-output is itself safe to keep in CI logs.  Loopback, unspecified and
-documentation addresses (RFC 5737, RFC 3849) and netmasks are not hits;
-anything else that is not personal goes in the allow list.  Exit status: 0 clean, 1 any hit, 2
-usage error.
+What is read: everything under ``tickets/`` except the raw input
+(``tickets/raw``, which holds personal data by design), every cassette under
+``tool_mocks/`` and everything under ``reports/``; hidden files and folders
+(``.cache`` ...) are skipped.  Text files are streamed line by line (very long
+lines in overlapping pieces), YAML cassettes scalar by scalar (so a value that
+YAML folded over two lines is seen whole), HTML and SVG by their text and
+meaningful attributes, Parquet by its text columns in batches.  Images and
+other binary files are skipped and counted.
 
-Files are streamed line by line (Parquet row group by row group), so a
-workspace of any size is read in constant memory.
+What is found (kinds):
+
+* ``email``: an address; the documentation domains of RFC 2606 (``example.com``,
+  ``*.example``, ``*.test``, ``*.invalid``, ``*.localhost``) are not hits.
+* ``phone``: numbers that ``phonenumbers`` finds valid -- any country when
+  written with ``+``, else one of the 15 regions of the ingest pipeline.  A
+  plain run of digits (``4155550199``) only counts as a Chinese mobile number
+  (``1[3-9]`` and 11 digits) or after a phone word (``phone``, ``tel``,
+  ``call``, ``电话`` ...): sizes, counters and ids are plain digit runs too.
+  Dates, times, decimals, prices and ``ORD-20240501-0012``-like ids are not.
+* ``card``: 13 to 19 digits, Luhn-valid, with the prefix of a card network
+  (3, 4, 5, 6 or the 2221-2720 Mastercard range): epoch milliseconds and
+  order numbers starting with 1 or 20 are left alone.
+* ``key``: AWS access key ids (``AKIA``/``ASIA``), Alibaba Cloud ``LTAI``
+  ids, ``sk-`` API keys, GitHub (``ghp_`` ...) and Slack tokens, PEM
+  private-key headers.
+* ``secret``: a long high-entropy value assigned to a ``...key``, ``...secret``,
+  ``...token`` or ``...password`` name (``key=``, ``"api_key": "..."``), a
+  ``Bearer`` token, the password of a URL (``https://user:pw@host``).
+* ``ip``: IPv4 with valid octets and IPv6.  Private ranges (10/8,
+  172.16/12, 192.168/16, fc00::/7) are hits: they describe a customer's
+  network.  Not hits: loopback, unspecified (0.0.0.0, ::), multicast,
+  netmasks (255.x), the documentation ranges (RFC 5737/3849), a private or
+  "any" network written as a CIDR range (``10.0.0.0/8``), a few well-known
+  public services (public DNS resolvers, cloud metadata endpoints) and a
+  dotted quad after a version word (``version 1.2.3.4``, ``build``, ``v``).
+
+Masking: the ingest pipeline masks with ``*`` (``ja***@g***.com``,
+``157****3190``, ``47.***.***.***``, ``LTAI********``) or writes placeholders
+(``<EMAIL_ADDRESS_1>``).  The scanner treats ``*`` as a break that no value
+may span, so a masked value never matches, while a real value that merely
+sits in Markdown emphasis (``**+1 415 555 0199**``) still does.
+
+Allow list: ``--allow`` values and the lines of ``WORKSPACE/.cirrus-audit-allow``
+(``#`` comments).  Each entry allows a found value equal to it, or in which it
+finds a match as a regular expression (``re.search``; anchor it with ``^...$``);
+an entry that is not a valid regular expression is used literally only.
+
+Hits are only ever shown masked (their first two characters and ``***``).
+Exit status: 0 clean, 1 any hit, 2 usage error (no such workspace, a folder
+with none of ``tickets/``, ``tool_mocks/``, ``reports/``) or, when nothing
+was found, a file that could not be read (the audit is incomplete).
 """
 
 from __future__ import annotations
@@ -23,54 +59,79 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import math
+import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import IO, Annotated, Any, Optional
 
 import typer
 
+__all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "luhn", "mask", "register", "scan_file",
+           "scan_text", "workspace_files"]
+
 ALLOW_FILE = ".cirrus-audit-allow"
-TEXT_SUFFIXES = {".jsonl", ".json", ".yaml", ".yml", ".html", ".htm", ".svg", ".md", ".txt", ".csv", ".log", ".toml"}
-MARKUP_SUFFIXES = {".html", ".htm", ".svg"}
+SCANNED_FOLDERS = ("tickets", "tool_mocks", "reports")
+SKIPPED_FOLDERS = {"tickets/raw"}  # raw input: personal data by design
+PHONE_REGIONS = ("US", "GB", "CN", "DE", "FR", "IT", "ES", "NL", "BE", "CH", "IN", "CA", "AU", "SG", "JP")
+BINARY_SUFFIXES = {
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif", ".pdf", ".woff", ".woff2",
+    ".ttf", ".otf", ".zip", ".gz", ".bz2", ".xz", ".zst", ".tar", ".7z", ".npy", ".npz", ".pkl", ".pickle",
+    ".arrow", ".feather", ".ipc", ".sqlite", ".db", ".duckdb",
+}
+MARKUP_SUFFIXES = {".html", ".htm", ".svg", ".xml"}
+YAML_SUFFIXES = {".yaml", ".yml"}
 _DRAWING_ATTRIBUTES = {
     "d", "points", "transform", "viewbox", "x", "y", "x1", "x2", "y1", "y2", "dx", "dy", "width", "height", "cx", "cy",
     "r", "rx", "ry", "style", "class", "id", "fill", "stroke", "stroke-width", "stroke-dasharray",
     "stroke-dashoffset", "font-size", "clip-path", "xlink:href", "offset", "opacity", "version", "xmlns",
-    "xmlns:xlink",
+    "xmlns:xlink", "preserveaspectratio", "text-anchor", "dominant-baseline", "font-family", "font-weight",
 }
-PHONE_REGIONS = ("US", "GB", "CN", "DE", "FR", "IT", "ES", "NL", "BE", "CH", "IN", "CA", "AU", "SG", "JP")
+LINE_PIECE = 1 << 20  # characters of a long line scanned at once
+_OVERLAP = 512  # carried from one piece of a long line into the next (longer than any value)
 
 
 @dataclass(frozen=True)
 class Hit:
-    file: str
-    line: int  # 1-based line; for Parquet the row
+    """One value found.  ``value`` is the full text and stays in memory: it
+    is left out of ``repr`` and of everything printed; show ``masked``."""
+
     kind: str
-    shown: str  # the value, masked
+    value: str = field(repr=False)
+    start: int = 0  # offset in the scanned text
+    file: str | None = None
+    line: int | None = None  # 1-based line; for Parquet the 1-based row
     column: str | None = None  # Parquet only
 
+    @property
+    def masked(self) -> str:
+        return mask(self.value)
 
-# -- patterns -------------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        place = f"{self.file or '<text>'}:{self.line or 0}"
+        return place + (f" [{self.column}]" if self.column else "")
 
-_EMAIL = re.compile(r"(?<![\w.%+*-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}(?![\w*-])")
-_CARD = re.compile(r"(?<![\w*.-])\d(?:[ -]?\d){12,18}(?![\w*-]|\.\d)")
-_KEYS = re.compile(
-    r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|LTAI[0-9A-Za-z]{12,30}|sk-(?:proj-)?[A-Za-z0-9_-]{20,}"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9])"
-    r"|-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"
-)
-_IPV4 = re.compile(r"(?<![\w.*])(?:\d{1,3}\.){3}\d{1,3}(?![\w*]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:*])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f:]{2,39}(?![\w:*])")
-# digits with the separators phone numbers are written with; not part of a
-# longer word, a masked value (``*``), a decimal number (``84.0553763440``)
-# or a time of day (``2025-03-05 11:02:15``)
-_DATE = re.compile(r"(?:19|20)\d\d-?(?:0[1-9]|1[0-2])-?(?:0[1-9]|[12]\d|3[01])")  # 2025-03-05, 20250305
-_PHONE_CANDIDATE = re.compile(r"(?<![\w*.,:+])(?:\+\d|\(\d|\d)[\d ()-]{5,18}\d(?![\w*]|[.,:]\d)")
+    def to_json(self) -> dict[str, Any]:
+        """The hit as printed by ``--json`` (masked)."""
+        return {"file": self.file, "line": self.line, "column": self.column, "kind": self.kind,
+                "masked": self.masked}
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.kind} {self.masked}"
 
 
-def _luhn(digits: str) -> bool:
+def mask(value: str) -> str:
+    """The first two characters of ``value`` and ``***``: enough to find it
+    on the reported line, not enough to read it."""
+    return value[:2] + "***"
+
+
+def luhn(digits: str) -> bool:
+    """The Luhn checksum of a string of digits holds."""
     total = 0
     for i, ch in enumerate(reversed(digits)):
         d = int(ch)
@@ -80,43 +141,161 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
+# -- patterns ---------------------------------------------------------------------------
+# The text is prepared first (_prepare): JSON escapes undone and every ``*``
+# turned into NUL, which no pattern accepts inside a value: a masked value
+# falls apart into pieces too short to match, while a value that only sits
+# next to Markdown emphasis (``**...**``) still matches.
+
+_MASK_BREAK = "\x00"
+_A = re.ASCII  # \w and \d are ASCII: a Chinese character next to a number is a boundary
+
+# Most patterns start with the character class of their first character and
+# check what precedes it with a lookbehind placed after it: Python's engine
+# then skips the positions that cannot start a match (several times faster).
+_EMAIL_DOMAIN = re.compile(
+    r"@((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24})(?![\w-]|\.[A-Za-z0-9])", _A)
+_EMAIL_LOCAL = re.compile(r"[\w.%+-]{1,64}$", _A)  # the part before the @ (read backwards from it)
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.%+-")
+_DOC_DOMAINS = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$", re.I)
+
+_KEY = re.compile(
+    r"(?:(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|LTAI[0-9A-Za-z]{12,30}"
+    r"|sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r")(?![A-Za-z0-9_-])"
+    r"|-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----", _A)
+_KEY_MARKERS = ("AKIA", "ASIA", "LTAI", "sk-", "gh", "github_pat_", "xox", "-----BEGIN")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_URL_CREDENTIALS = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]{1,15}://([^\s/:@\x00\"'<>]{1,64}:[^\s/@\x00\"'<>]{1,128})@", _A)
+# a value after ``:``/``=``; the name before it is checked separately (_SECRET_NAME)
+_ASSIGNED = re.compile(r"(?:[:=]|=>)\s*[\"']?([A-Za-z0-9+/=_.~-]{16,256})(?![A-Za-z0-9+/=_.~-])", _A)
+_SECRET_NAME = re.compile(r"(?i:key|secret|token|passw(?:or)?d|pwd|credentials?)[\"']?\s*$", _A)
+_BEARER = re.compile(r"(?i:bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])", _A)
+
+_CARD = re.compile(r"\d(?<![\w.,-]\d)(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)", _A)
+_IPV4 = re.compile(r"\d(?<![\w.-]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?:/\d{1,2})?(?![\w-]|\.\d)", _A)
+_IPV6 = re.compile(r"[0-9A-Fa-f:](?<![\w:.-][0-9A-Fa-f:])[0-9A-Fa-f]{0,3}:[0-9A-Fa-f:]{1,37}(?:/\d{1,3})?"
+                   r"(?![\w:-]|\.\d)", _A)
+_VERSION_WORD = re.compile(r"(?i:\b(?:v|ver|version|release|build|firmware|kernel|rev|revision))\.?\s*[:=]?\s*$", _A)
+
+# phone candidates: digits with the separators numbers are written with, not
+# glued to a word, an id (``-``), a decimal or a time (``.``/``,``/``:`` and a
+# digit), a price (currency sign) or a URL path (``/``)
+_PHONE_CANDIDATE = re.compile(
+    r"[+(\d](?<![\w.,:+/#$\u00a3\u00a5\u20ac\u20b9-][+(\d])(?:(?<=\+)\s?\d|(?<=\()\d|(?<=\d))"
+    r"[\d ().-]{5,20}\d(?![\w/-]|[.,:]\d)", _A)
+_DATE = re.compile(
+    r"(?:(?:19|20)\d\d([-./ ]?)(?:0[1-9]|1[0-2])\1(?:0[1-9]|[12]\d|3[01])"
+    r"|(?:0?[1-9]|[12]\d|3[01])([-./])(?:0?[1-9]|1[0-2])\2(?:19|20)\d\d"
+    r"|(?:0?[1-9]|1[0-2])([-./])(?:0?[1-9]|[12]\d|3[01])\3(?:19|20)\d\d)")
+_DOTTED_QUAD = re.compile(r"(?:\d{1,3}\.){3}\d{1,3}")
+_CN_MOBILE = re.compile(r"1[3-9]\d{9}")
+_PHONE_WORD = re.compile(
+    r"(?i:phone|tel|mobile|cell|call|fax|sms|text\s+me|whatsapp|wechat|contact|reach\s+me)"
+    r"|\u7535\u8bdd|\u624b\u673a|\u8054\u7cfb|\u53f7\u7801")  # 电话 手机 联系 号码
+_PHONE_WORD_WINDOW = 32
+
 # reserved for documentation and examples (RFC 5737, RFC 3849): nobody's address
 _DOCUMENTATION_NETS = tuple(ipaddress.ip_network(n) for n in
                             ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+# public services every tutorial names: DNS resolvers, cloud metadata endpoints
+_WELL_KNOWN_IPS = frozenset(ipaddress.ip_address(a) for a in (
+    "8.8.8.8", "8.8.4.4", "1.1.1.1", "1.0.0.1", "9.9.9.9", "149.112.112.112", "208.67.222.222", "208.67.220.220",
+    "114.114.114.114", "114.114.115.115", "223.5.5.5", "223.6.6.6", "119.29.29.29", "180.76.76.76",
+    "100.100.100.200", "169.254.169.254", "2001:4860:4860::8888", "2001:4860:4860::8844",
+    "2606:4700:4700::1111", "2400:3200::1", "2400:3200:baba::1"))
 
 
-def _ip_is_personal(text: str) -> bool:
+def _prepare(text: str) -> str:
+    """JSON escapes undone (``\\u0040`` is an ``@``, ``\\n`` a line break), so
+    escaping can neither hide a value nor glue a letter to it; ``*`` made a
+    break."""
+    if "\\" in text:
+        text = _ESCAPE.sub(_unescape, text)
+    return text.replace("*", _MASK_BREAK)
+
+
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/bfnrt]))")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match[str]) -> str:
+    return chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE_ESCAPES[m.group(2)]
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def _looks_random(value: str) -> bool:
+    classes = sum(any(test(ch) for ch in value) for test in (str.islower, str.isupper, str.isdigit))
+    return classes >= 2 and any(ch.isdigit() for ch in value) and _entropy(value) >= 3.5
+
+
+def _ip_is_personal(text: str, before: str) -> bool:
+    address, _, prefix = text.partition("/")
     try:
-        ip = ipaddress.ip_address(text)
+        ip = ipaddress.ip_address(address)
     except ValueError:
         return False
-    if ip.is_unspecified or ip.is_loopback or any(ip in net for net in _DOCUMENTATION_NETS):
+    if (ip.is_unspecified or ip.is_loopback or ip.is_multicast or ip in _WELL_KNOWN_IPS
+            or any(ip in net for net in _DOCUMENTATION_NETS)):
         return False
-    if ip.version == 4 and text.startswith("255."):  # a netmask
+    if ip.version == 4 and address.startswith("255."):  # a netmask
         return False
+    if ip.version == 4 and not prefix and _VERSION_WORD.search(before):
+        return False
+    if prefix:  # a range: a private one (or "any") names nobody's machine
+        try:
+            network = ipaddress.ip_network(text, strict=True)
+        except ValueError:
+            return True  # host bits set: an address with its mask
+        if network.prefixlen == network.max_prefixlen:
+            return True  # a /32 (/128) is one machine
+        return not (network.is_private or network.network_address.is_unspecified)
     return True
 
 
-def _phones(text: str) -> Iterator[tuple[str, str]]:
-    """Runs of digits that ``phonenumbers`` finds as a valid number of one
-    of the regions (or, with a ``+``, of any country).  Candidates are cut out
-    by a regular expression first, and each distinct one is asked about once:
-    running the matcher over whole lines is far too slow for large workspaces."""
+def _card_prefix(digits: str) -> bool:
+    first = digits[0]
+    if first in "456":
+        return True
+    if first == "3":
+        return digits[1] in "0456789"  # Diners, Amex, JCB
+    return first == "2" and 2221 <= int(digits[:4]) <= 2720  # Mastercard 2-series
+
+
+def _phones(text: str) -> Iterator[tuple[int, str]]:
     for match in _PHONE_CANDIDATE.finditer(text):
-        raw = match.group().strip()
-        if sum(ch.isdigit() for ch in raw) >= 8 and not _DATE.fullmatch(raw):
-            found = _phone_in(raw)
-            if found is not None:
-                yield "phone", found
+        raw = match.group().rstrip(" (.-")
+        digits = sum(ch.isdigit() for ch in raw)
+        if digits < 8 or digits > 15 or _DATE.fullmatch(raw) or _DOTTED_QUAD.fullmatch(raw):
+            continue
+        if raw.isdigit():  # a bare run of digits: sizes, counters and ids look the same
+            if not (_CN_MOBILE.fullmatch(raw)
+                    or _PHONE_WORD.search(text[max(0, match.start() - _PHONE_WORD_WINDOW):match.start()])):
+                continue
+        elif "." in raw and not re.fullmatch(r"\(?\d{2,4}\)?(?:[. ]\d{2,4}){2,4}", raw.lstrip("+ ")):
+            continue  # dots: only 415.555.0199 / 06.12.34.56.78 groupings, not decimals or versions
+        found = _phone_in(raw)
+        if found is not None:
+            yield match.start() + raw.find(found), found
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _phone_in(candidate: str) -> str | None:
+    """The valid phone number ``phonenumbers`` finds in ``candidate``, if any
+    (each distinct candidate is asked once: the matcher is slow)."""
     import phonenumbers
 
     regions = ("ZZ",) if candidate.startswith("+") else PHONE_REGIONS  # ZZ: the number carries its country
     for region in regions:
-        # the matcher, not parse(): it also refuses dates, timestamps and odd groupings
+        # the matcher rather than parse(): it also refuses odd groupings
         found = next(iter(phonenumbers.PhoneNumberMatcher(candidate, region, leniency=phonenumbers.Leniency.VALID)),
                      None)
         if found is not None:
@@ -124,65 +303,228 @@ def _phone_in(candidate: str) -> str | None:
     return None
 
 
-def scan_text(text: str) -> list[tuple[str, str]]:
-    """The (kind, value) pairs of personal data or secrets in ``text``."""
-    found: list[tuple[str, str]] = []
-    found += [("email", m.group()) for m in _EMAIL.finditer(text)]
-    found += [("key", m.group()) for m in _KEYS.finditer(text)]
-    for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _luhn(digits):
-            found.append(("card", m.group()))
-    found += [("ip", m.group()) for m in _IPV4.finditer(text) if _ip_is_personal(m.group())]
-    found += [("ip", m.group()) for m in _IPV6.finditer(text) if _ip_is_personal(m.group())]
-    cards = {value for kind, value in found if kind == "card"}
-    found += [(kind, value) for kind, value in _phones(text) if value not in cards]
+def _emails(text: str) -> list[Hit]:
+    """Found from each ``@`` outwards: the domain forwards, the local part
+    (the run of address characters before the ``@``) backwards."""
+    found = []
+    for m in _EMAIL_DOMAIN.finditer(text):
+        if _DOC_DOMAINS.search(m.group(1)):
+            continue
+        at = m.start()
+        local = _EMAIL_LOCAL.search(text, max(0, at - 64), at)
+        if local is None or (local.start() > 0 and text[local.start() - 1] in _LOCAL_CHARS):
+            continue  # nothing before the @, or a run longer than a local part can be
+        start = local.start()
+        while text[start] in ".%+-":  # "--laura@..." starts at the l
+            start += 1
+        if start < at:
+            found.append(Hit("email", text[start:m.end()], start))
     return found
 
 
-def mask(value: str) -> str:
-    """Enough of ``value`` to find it, not enough to read it."""
-    keep = 2 if len(value) > 6 else 1
-    return value[:keep] + "***" + (value[-2:] if len(value) > 10 else "")
+def scan_text(text: str) -> list[Hit]:
+    """The personal values and secrets in ``text``, in order of position.
+    Values masked with ``*`` are never found; where two findings overlap
+    the more specific one (key, secret, e-mail, card, IP, phone) is kept.
+    ``start`` is an offset in ``text`` after JSON escapes are undone."""
+    return _scan_prepared(_prepare(text))
 
 
-# -- files ------------------------------------------------------------------------------
+def _scan_prepared(text: str) -> list[Hit]:
+    candidates: list[Hit] = []
+    if any(marker in text for marker in _KEY_MARKERS):
+        candidates += [Hit("key", m.group(), m.start()) for m in _KEY.finditer(text)
+                       if m.group().startswith("-----")  # a private key header
+                       or (any(c.isdigit() for c in m.group())  # real keys have digits; words do not
+                           and (m.start() == 0 or text[m.start() - 1] not in _WORD_CHARS))]
+    if "://" in text:
+        candidates += [Hit("secret", m.group(1), m.start(1)) for m in _URL_CREDENTIALS.finditer(text)]
+    candidates += [Hit("secret", m.group(1), m.start(1)) for m in _ASSIGNED.finditer(text)
+                   if _SECRET_NAME.search(text, max(0, m.start() - 40), m.start()) and _looks_random(m.group(1))]
+    if "earer" in text or "EARER" in text:
+        candidates += [Hit("secret", m.group(1), m.start(1)) for m in _BEARER.finditer(text)
+                       if _looks_random(m.group(1))]
+    if "@" in text:
+        candidates += _emails(text)
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _card_prefix(digits) and luhn(digits):
+            candidates.append(Hit("card", m.group(), m.start()))
+    candidates += [Hit("ip", m.group(), m.start()) for m in _IPV4.finditer(text)
+                   if _ip_is_personal(m.group(), text[max(0, m.start() - 24):m.start()])]
+    if "::" in text or text.count(":") >= 2:
+        candidates += [Hit("ip", m.group(), m.start()) for m in _IPV6.finditer(text)
+                       if m.group().count(":") >= 2 and _ip_is_personal(m.group(), "")]
+    candidates += [Hit("phone", value, start) for start, value in _phones(text)]
+    kept: list[Hit] = []
+    taken: list[tuple[int, int]] = []
+    for hit in candidates:  # in order of preference
+        end = hit.start + len(hit.value)
+        if not any(hit.start < e and s < end for s, e in taken):
+            kept.append(hit)
+            taken.append((hit.start, end))
+    return sorted(kept, key=lambda h: h.start)
 
-def written_files(workspace: Path) -> Iterator[Path]:
-    """The files Cirrus writes in ``workspace``, in a stable order."""
-    tickets = workspace / "tickets"
-    if tickets.is_dir():
-        yield from sorted(p for p in tickets.iterdir() if p.is_file() and not p.name.startswith("."))
-    for folder in ("tool_mocks", "reports"):
-        root = workspace / folder
-        if root.is_dir():
-            yield from sorted(p for p in root.rglob("*") if p.is_file()
-                              and not any(part.startswith(".") for part in p.relative_to(workspace).parts))
+
+# -- allow list ------------------------------------------------------------------------------
+
+class AllowList:
+    """Values that look personal but are not: literals, and regular
+    expressions searched in each found value."""
+
+    def __init__(self, entries: Iterable[str] = ()) -> None:
+        self.literals: set[str] = set()
+        self.patterns: list[re.Pattern[str]] = []
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: str) -> None:
+        if not entry:
+            return
+        self.literals.add(entry)
+        try:
+            self.patterns.append(re.compile(entry))
+        except re.error:
+            pass  # not a regular expression: the literal alone
+
+    def allows(self, value: str) -> bool:
+        return value in self.literals or any(p.search(value) for p in self.patterns)
+
+    @classmethod
+    def for_workspace(cls, workspace: Path, extra: Iterable[str] = ()) -> AllowList:
+        """``extra`` plus the entries of ``workspace/.cirrus-audit-allow``."""
+        allow = cls(extra)
+        path = workspace / ALLOW_FILE
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip() and not line.lstrip().startswith("#"):
+                    allow.add(line.strip())
+        return allow
 
 
-def _allowed(value: str, allow: list[re.Pattern[str]]) -> bool:
-    return any(pattern.search(value) for pattern in allow)
+# -- files -------------------------------------------------------------------------------------
+
+def workspace_files(workspace: Path) -> Iterator[Path]:
+    """The files of ``workspace`` the audit reads, in a stable order:
+    ``tickets/`` (not ``tickets/raw``), ``tool_mocks/``, ``reports/``;
+    no hidden file or folder."""
+    for top in SCANNED_FOLDERS:
+        root = workspace / top
+        if not root.is_dir():
+            continue
+        for folder, dirs, names in os.walk(root):
+            here = Path(folder)
+            rel = here.relative_to(workspace).as_posix()
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and f"{rel}/{d}" not in SKIPPED_FOLDERS)
+            for name in sorted(names):
+                if not name.startswith("."):
+                    yield here / name
 
 
-def scan_file(path: Path, shown_as: str, allow: list[re.Pattern[str]]) -> Iterator[Hit]:
-    if path.suffix == ".parquet":
-        yield from _scan_parquet(path, shown_as, allow)
-        return
+def _is_binary(path: Path) -> bool:
+    """An image, an archive or any other file that is neither Parquet nor text."""
+    if path.suffix.lower() == ".parquet":
+        return False
+    if path.suffix.lower() in BINARY_SUFFIXES:
+        return True
+    with path.open("rb") as handle:
+        return b"\x00" in handle.read(8192)
+
+
+def scan_file(path: Path, shown_as: str, allow: AllowList | None = None) -> Iterator[Hit]:
+    """The hits of one file, located (``file`` is ``shown_as``); the caller
+    leaves binary files out (see :func:`audit`)."""
+    allow = allow or AllowList()
     suffix = path.suffix.lower()
-    if suffix not in TEXT_SUFFIXES:
+    if suffix == ".parquet":
+        located = _scan_parquet(path)
+    elif suffix in YAML_SUFFIXES:
+        located = _scan_yaml(path)
+    else:
+        located = _scan_markup(path) if suffix in MARKUP_SUFFIXES else _scan_lines(path)
+    for hit in located:
+        if not allow.allows(hit.value):
+            yield replace(hit, file=shown_as)
+
+
+def _scan_lines(path: Path) -> Iterator[Hit]:
+    with path.open(encoding="utf-8", errors="replace", newline=None) as handle:
+        for number, text, done, held in _pieces(handle):
+            for hit in _scan_prepared(text):
+                end = hit.start + len(hit.value)
+                if done < end <= len(text) - held:
+                    yield replace(hit, line=number)
+
+
+def _pieces(handle: IO[str], size: int | None = None) -> Iterator[tuple[int, str, int, int]]:
+    """(line number, prepared text, reported before, held for the next
+    piece) for each line.  A line longer than ``size`` comes in pieces that
+    overlap by ``2 * _OVERLAP`` characters: a piece reports the hits that
+    end after ``reported before`` and not in its last ``held`` characters,
+    so each value is reported once, by a piece that holds all of it."""
+    size = max(size or LINE_PIECE, 4 * _OVERLAP)
+    number, carry, pending = 0, "", ""  # carry: prepared text; pending: raw text of a cut escape
+    while True:
+        piece = handle.readline(size)
+        if not piece:
+            if carry or pending:  # the file ended right after a full piece
+                yield number, carry + _prepare(pending), max(0, len(carry) - _OVERLAP), 0
+            return
+        if not carry and not pending:
+            number += 1
+        raw = pending + piece
+        line_ends = piece.endswith("\n") or len(piece) < size
+        pending = "" if line_ends else _cut_escape(raw)
+        raw = raw[: len(raw) - len(pending)]
+        text, done = carry + _prepare(raw), max(0, len(carry) - _OVERLAP)
+        if line_ends:
+            yield number, text, done, 0
+            carry = ""
+        else:
+            yield number, text, done, _OVERLAP
+            carry = text[-2 * _OVERLAP:]  # holds any value that ends in the last _OVERLAP characters
+
+
+def _cut_escape(raw: str) -> str:
+    """The end of ``raw`` from the backslash run of an escape that may be
+    cut off (``\\u00`` and the ``40`` in the next piece)."""
+    last = raw.rfind("\\", max(0, len(raw) - 6))
+    if last < 0:
+        return ""
+    first = last
+    while first > 0 and raw[first - 1] == "\\":
+        first -= 1
+    return raw[first:]
+
+
+def _scan_yaml(path: Path) -> Iterator[Hit]:
+    """Every scalar (key or value) of a YAML file, unfolded, with the line
+    it starts on; a file YAML cannot parse is read line by line instead."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    found: list[Hit] = []
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for event in yaml.parse(handle, Loader=loader):
+                if isinstance(event, yaml.ScalarEvent) and event.value:
+                    found += [replace(h, line=event.start_mark.line + 1) for h in scan_text(event.value)]
+    except yaml.YAMLError:
+        yield from _scan_lines(path)
         return
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        chunks = _markup_chunks(handle) if suffix in MARKUP_SUFFIXES else enumerate(handle, 1)
-        for number, text in chunks:
-            for kind, value in scan_text(_unescaped(text)):
-                if not _allowed(value, allow):
-                    yield Hit(shown_as, number, kind, mask(value))
+    yield from found
 
 
-def _markup_chunks(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
-    """The text and the meaningful attribute values of an HTML or SVG file,
-    with their line numbers; drawing data (path coordinates, sizes, styles)
-    is left out, its runs of numbers are not phone numbers."""
+def _scan_markup(path: Path) -> Iterator[Hit]:
+    for number, text in _markup_chunks(path):
+        yield from (replace(h, line=number) for h in scan_text(text))
+
+
+def _markup_chunks(path: Path) -> Iterator[tuple[int, str]]:
+    """The text and the meaningful attribute values of an HTML, SVG or XML
+    file, with their line numbers.  Drawing data (path coordinates, sizes,
+    styles) and ``data:`` URIs (embedded images) are left out: their digit
+    runs are not phone numbers."""
     from html.parser import HTMLParser
 
     pending: list[tuple[int, str]] = []
@@ -194,7 +536,8 @@ def _markup_chunks(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             if tag == "style":
                 self.skip += 1
             line = self.getpos()[0]
-            pending.extend((line, value) for name, value in attrs if value and name not in _DRAWING_ATTRIBUTES)
+            pending.extend((line, value) for name, value in attrs
+                           if value and name not in _DRAWING_ATTRIBUTES and not value.lstrip().startswith("data:"))
 
         def handle_endtag(self, tag: str) -> None:
             if tag == "style" and self.skip:
@@ -204,94 +547,162 @@ def _markup_chunks(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             if not self.skip and data.strip():
                 pending.append((self.getpos()[0], data))
 
+        def handle_comment(self, data: str) -> None:
+            pending.append((self.getpos()[0], data))
+
     reader = Reader(convert_charrefs=True)
-    for line in lines:
-        reader.feed(line)
-        yield from pending
-        pending.clear()
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            reader.feed(line)
+            yield from pending
+            pending.clear()
     reader.close()
     yield from pending
 
 
-def _unescaped(line: str) -> str:
-    """JSON escapes undone (``\\u0040`` is an ``@``), so escaping cannot hide a value."""
-    if "\\u" not in line:
-        return line
-    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), line)
+def _has_text(dtype: Any) -> bool:
+    import polars as pl
+
+    if dtype in (pl.String, pl.Categorical, pl.Binary) or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return True
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return _has_text(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_has_text(f.dtype) for f in dtype.fields)
+    return False
 
 
-def _scan_parquet(path: Path, shown_as: str, allow: list[re.Pattern[str]], batch: int = 10_000) -> Iterator[Hit]:
+def _cell_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return json.dumps(value, ensure_ascii=False, default=str)  # lists and structs: every string in them
+
+
+def _scan_parquet(path: Path, batch: int = 10_000) -> Iterator[Hit]:
+    """The text columns (and lists or structs holding text) of a Parquet
+    file, ``batch`` rows at a time; ``line`` is the 1-based row."""
     import polars as pl
 
     schema = pl.read_parquet_schema(path)
-    columns = [name for name, dtype in schema.items() if dtype == pl.Utf8]
+    columns = [name for name, dtype in schema.items() if _has_text(dtype)]
     if not columns:
         return
     frame = pl.scan_parquet(path).select(columns)
+    if hasattr(frame, "collect_batches"):  # polars >= 1.32: streamed
+        batches: Iterable[pl.DataFrame] = frame.collect_batches(chunk_size=batch)
+    else:
+        batches = _sliced(frame, batch)
+    row = 0
+    for part in batches:
+        for name in columns:
+            column = part.get_column(name)
+            if column.dtype == pl.String:  # each distinct text scanned once (columns repeat a lot)
+                found = {v: hits for v in column.drop_nulls().unique().to_list() if (hits := scan_text(v))}
+                if not found:
+                    continue
+                rows: Iterable[tuple[int, Any]] = ((i, column[i]) for i in column.is_in(list(found)).arg_true())
+            else:
+                found = {}
+                rows = enumerate(column.to_list())
+            for offset, value in rows:
+                if value is None:
+                    continue
+                hits = found[value] if found else scan_text(_cell_text(value))
+                for hit in hits:
+                    yield replace(hit, line=row + offset + 1, column=name)
+        row += part.height
+
+
+def _sliced(frame: Any, batch: int) -> Iterator[Any]:
     start = 0
     while True:
         part = frame.slice(start, batch).collect()
         if part.height == 0:
             return
-        for name in columns:
-            for offset, value in enumerate(part.get_column(name).to_list()):
-                for kind, found in scan_text(value or ""):
-                    if not _allowed(found, allow):
-                        yield Hit(shown_as, start + offset + 1, kind, mask(found), column=name)
+        yield part
         start += part.height
 
 
-def audit(workspace: Path, allow: Iterable[str] = ()) -> tuple[int, list[Hit]]:
-    """Scan ``workspace``: (files read, hits).  ``allow`` holds regular
-    expressions of values that are not personal (a support address of your
-    own, a documentation IP range); the workspace's ``.cirrus-audit-allow``
-    (one per line, ``#`` comments) adds to them."""
-    patterns = list(allow)
-    allow_file = workspace / ALLOW_FILE
-    if allow_file.is_file():
-        patterns += [line.strip() for line in allow_file.read_text(encoding="utf-8").splitlines()
-                     if line.strip() and not line.lstrip().startswith("#")]
-    compiled = [re.compile(p) for p in patterns]
-    files = 0
-    found: list[Hit] = []
-    for path in written_files(workspace):
-        files += 1
-        found.extend(scan_file(path, path.relative_to(workspace).as_posix(), compiled))
-    return files, found
+# -- the audit --------------------------------------------------------------------------------
+
+@dataclass
+class AuditResult:
+    """What one audit read and found."""
+
+    hits: list[Hit] = field(default_factory=list)
+    scanned: int = 0  # files read
+    skipped: list[str] = field(default_factory=list)  # binary files, not read
+    unreadable: list[str] = field(default_factory=list)  # "path: reason"
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.hits else (2 if self.unreadable else 0)
 
 
-# -- command ---------------------------------------------------------------------------
+def audit(workspace: Path, allow: Iterable[str] = ()) -> AuditResult:
+    """Scan ``workspace`` (see the module docstring for what is read and
+    found); ``allow`` adds to the workspace's allow list."""
+    allowed = AllowList.for_workspace(workspace, allow)
+    result = AuditResult()
+    for path in workspace_files(workspace):
+        shown = path.relative_to(workspace).as_posix()
+        try:
+            if _is_binary(path):
+                result.skipped.append(shown)
+                continue
+            result.hits.extend(scan_file(path, shown, allowed))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
+            reason = str(exc).splitlines()[0][:160] if str(exc) else ""
+            result.unreadable.append(f"{shown}: {type(exc).__name__}" + (f": {reason}" if reason else ""))
+            continue
+        result.scanned += 1
+    return result
+
+
+def _is_workspace(path: Path) -> bool:
+    return any((path / top).is_dir() for top in SCANNED_FOLDERS)
+
 
 def register(app: typer.Typer) -> None:
-    """Add ``audit`` to the ``cirrus`` command line."""
+    """Add the ``audit`` command to ``app``."""
 
     @app.command("audit")
     def audit_command(
         workspace: Annotated[Path, typer.Argument(help="The workspace to scan (tickets/, tool_mocks/, reports/).")],
         allow: Annotated[Optional[list[str]], typer.Option(
-            "--allow", help=f"Regular expression of a value that is not personal (repeatable; also read from "
-                            f"WORKSPACE/{ALLOW_FILE}, one per line).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the hits as JSON (values masked).")] = False,
+            "--allow", metavar="REGEX",
+            help=f"A value that is not personal: a regular expression searched in each value found, or a literal "
+                 f"value (repeatable; WORKSPACE/{ALLOW_FILE} adds one per line).")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the hits as a JSON list (values masked).")] = False,
     ) -> None:
-        """Scan what Cirrus wrote in a workspace for e-mail addresses, phone numbers, card numbers, keys and IP addresses; exit 1 on any hit."""
+        """Scan what a workspace holds (not tickets/raw) for e-mail addresses, phone numbers, card numbers,
+        keys, secrets and IP addresses.  Exit 0 when clean, 1 on any hit, 2 on a usage error."""
         from rich.console import Console
         from rich.markup import escape
 
-        err = Console(stderr=True, soft_wrap=True)
+        err = Console(stderr=True, soft_wrap=True, highlight=False)
         if not workspace.is_dir():
             err.print(f"[bold red]error:[/] workspace {escape(str(workspace))} is not a folder")
             raise typer.Exit(2)
-        try:
-            files, hits = audit(workspace, allow or ())
-        except re.error as exc:
-            err.print(f"[bold red]error:[/] an allow pattern is not a regular expression: {escape(str(exc))}")
-            raise typer.Exit(2) from None
+        if not _is_workspace(workspace):
+            err.print(f"[bold red]error:[/] {escape(str(workspace))} has no tickets/, tool_mocks/ or reports/ "
+                      "folder: not a Cirrus workspace")
+            raise typer.Exit(2)
+        result = audit(workspace, allow or ())
         if as_json:
-            typer.echo(json.dumps({"files": files, "hits": [asdict(h) for h in hits]}, indent=2))
+            typer.echo(json.dumps([h.to_json() for h in result.hits], indent=2, ensure_ascii=False))
         else:
-            for hit in hits:
-                where = f"{hit.file}:{hit.line}" + (f" [{hit.column}]" if hit.column else "")
-                typer.echo(f"{where}: {hit.kind} {hit.shown}")
-            verdict = "clean" if not hits else f"{len(hits)} possible personal value(s) or secret(s)"
-            err.print(f"audit: {files} file(s) read in {escape(str(workspace))}: {verdict}")
-        raise typer.Exit(1 if hits else 0)
+            for hit in result.hits:
+                typer.echo(str(hit))
+        for problem in result.unreadable:
+            err.print(f"[bold red]error:[/] could not read {escape(problem)}")
+        kinds = Counter(h.kind for h in result.hits)
+        found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        skipped = f" ({len(result.skipped)} binary skipped)" if result.skipped else ""
+        unreadable = f", {len(result.unreadable)} unreadable" if result.unreadable else ""
+        verdict = f"{len(result.hits)} hit(s): {found}" if result.hits else "0 hits, clean"
+        err.print(f"audit: {result.scanned} file(s) scanned{skipped}{unreadable} in {escape(str(workspace))}; "
+                  f"{verdict}")
+        raise typer.Exit(result.exit_code)

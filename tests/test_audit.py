@@ -1,145 +1,396 @@
-"""``cirrus audit``: what it finds, what it must not flag, and the command."""
+"""``cirrus audit``: what the scanner finds, what it must not flag, how files
+are walked and read, and the command (exit codes, masked output)."""
 
 from __future__ import annotations
 
+import io
 import json
+import random
 import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
+import typer
+import yaml
 from typer.testing import CliRunner
 
-from cirrus.audit import scan_text
-from cirrus.cli import app
+from cirrus.audit import (
+    _OVERLAP,
+    AllowList,
+    Hit,
+    _pieces,
+    _scan_parquet,
+    _scan_prepared,
+    audit,
+    luhn,
+    mask,
+    register,
+    scan_text,
+    workspace_files,
+)
 from tests.conftest import REPO, sample_with_baseline_runs
 
 FOUND = [
     ("email", "laura.chen@brightleaf.io"),
     ("email", "ops+alerts@mail.example-corp.co.uk"),
+    ("email", "john_doe@harborline.com"),
     ("phone", "+1 415 555 0199"),
     ("phone", "+44 20 7946 0958"),
-    ("phone", "13912345678"),
+    ("phone", "+33 6 12 34 56 78"),
+    ("phone", "+8613912345678"),
+    ("phone", "13912345678"),  # Chinese mobile, written plain
     ("phone", "(415) 555-0199"),
+    ("phone", "415-555-0199"),
+    ("phone", "415.555.0199"),
+    ("phone", "020 7946 0958"),
+    ("phone", "06.12.34.56.78"),
     ("card", "4111 1111 1111 1111"),
     ("card", "5500-0000-0000-0004"),
+    ("card", "378282246310005"),  # Amex, 15 digits
+    ("card", "4222222222222"),  # Visa, 13 digits
     ("key", "AKIAIOSFODNN7EXAMPLE"),
+    ("key", "ASIAY34FZKBOKMUTVV7A"),
     ("key", "LTAI5tB8qR3mXw9KfZ2pLs7d"),
     ("key", "sk-7Qm2VbX9kLp4RtZ8wN3cHs6FjD1yGe5A"),
+    ("key", "sk-proj-Xq81LmZ0vB7cN3sT9wK2pR5yH4jD6fGa"),
     ("key", "ghp_0123456789abcdefghijABCDEFGHIJ012345"),
+    ("key", "-----BEGIN RSA PRIVATE KEY-----"),
     ("ip", "10.24.8.17"),
+    ("ip", "192.168.1.20"),
+    ("ip", "172.19.32.6/32"),
     ("ip", "47.96.12.201"),
-    ("ip", "2400:3200:baba::1"),
+    ("ip", "47.98.112.0/24"),  # a public customer range
+    ("ip", "1.2.3.4"),  # a dotted quad with no version word before it is an address
+    ("ip", "2408:4003:1f40:9a00:5c2e:8b1d:3e7a:41c2"),
+    ("ip", "fe80::1c2e:8b1d:3e7a:41c2"),
+    ("ip", "fd12:3456:789a::1"),
+]
+
+SECRETS = [  # (text, the secret value found in it)
+    ("api_key=Zx8vQ2mK9pL4tR7wB3nY6cF1", "Zx8vQ2mK9pL4tR7wB3nY6cF1"),
+    ('{"access_key_secret": "Zx8vQ2mK9pL4tR7wB3nY6cF1"}', "Zx8vQ2mK9pL4tR7wB3nY6cF1"),
+    ("client_secret: 9f86d081884c7d659a2feaa0c55ad015", "9f86d081884c7d659a2feaa0c55ad015"),
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Qm9vaz1",
+     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Qm9vaz1"),
+    ("log in at https://admin:Secr3tPass@mail.brightleaf.io/webmail", "admin:Secr3tPass"),
 ]
 
 NOT_FOUND = [
-    "ja***@g***.com",  # masked by ingest
-    "157****3190",
-    "**** **** **** 1111",
-    "i-bp***c",
-    "2024-05-01", "2024-05-01T10:30:00Z", "10:30:00", "at 09:15:27.123", "2025-03-05 11:02:15", "20250305",
-    "amtl 84.05537634408603",
-    "version 1.2.3", "build 10.0.19045.3693",
-    "$1,234.56", "ORD-20240501-0012",
-    "4111 1111 1111 1112",  # fails the Luhn check
-    "0000 0000 0000 0000",
-    "127.0.0.1", "0.0.0.0", "255.255.255.0", "::1",
-    "203.0.113.10", "198.51.100.7", "2001:db8::/64",  # documentation ranges
+    # what the ingest pipeline writes for masked values (format-shaped masks and tags)
+    "ja***@g***.com", "***@g***.com", "157****3190", "*******90", "**** **** **** 1111", "************1111",
+    "47.***.***.***", "172.***.***.***~2", "2400:****:****::****", "LTAI************", "sk-*****************",
+    "i-bp*****************d", "Gr*** Wa***", "https://***:***@mail.brightleaf.io/", "<EMAIL_ADDRESS_1>", "[PHONE]",
+    "<PHONE_NUMBER_2>",
+    # dates, times, timestamps
+    "2024-05-01", "2024-05-01T10:30:00Z", "2025-03-05 11:02:15", "10:30:00", "at 09:15:27.123", "20250305",
+    "01.05.2024", "05/01/2024", "from 2024-05-01 to 2024-06-01", "1732051200", "1732051200123",
+    # versions, numbers, ids, prices
+    "version 1.2.3.4", "build 10.0.19045.3693", "v1.2.3.4", "Chrome 120.0.6099.129", "OID 1.3.6.1.4.1.311.21.8",
+    "amtl 84.05537634408603", "wall_s 0.0071", "$1,234.56", "¥13800138000", "€ 1.234.567,89", "size=83883999",
+    "4155550199", "ORD-20240501-0012", "order #2025022011845", "order number 2025022011845527", "NC-2025-0001",
+    "6A1C7E0B-31F2-4D8A-9C55-0E2B7D4F1A93", "port 8080, 443", "input_tokens: 12345678901234567",
     "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    # cards: Luhn fails, no network prefix, one digit repeated
+    "4111 1111 1111 1112", "1029384756102938", "2025022011845527", "0000 0000 0000 0000",
+    # reserved and well-known addresses, ranges, netmasks
+    "127.0.0.1", "0.0.0.0", "0.0.0.0/0", "255.255.255.0", "::1", "::", "10.0.0.0/8", "172.16.0.0/12", "fd00::/8",
+    "203.0.113.10", "198.51.100.7", "192.0.2.1", "2001:db8::/64", "224.0.0.1", "8.8.8.8", "100.100.100.200",
+    "169.254.169.254", "std::string", "mac 00:1a:2b:3c:4d:5e",
+    # e-mail documentation domains, key look-alikes, weak "secrets"
+    "help@nimbus.example", "admin@example.com", "root@localhost", "sk-learn-tutorial-for-beginners",
+    "ASIAPACIFICREGIONXX", "key: your-api-key-here", "password=aaaaaaaaaaaaaaaaaaaa", "token: 1234567890123456",
+    "the cache_key=tickets/tasks.jsonl",
 ]
 
 
+def _found(text: str) -> list[tuple[str, str]]:
+    return [(h.kind, h.value) for h in scan_text(text)]
+
+
 @pytest.mark.parametrize("kind, value", FOUND)
-def test_personal_values_and_secrets_are_found(kind, value):
-    assert (kind, value) in scan_text(f"note: {value}, see above")
+def test_personal_values_and_keys_are_found(kind, value):
+    assert _found(f"note: {value}, see above") == [(kind, value)]
+
+
+@pytest.mark.parametrize("text, value", SECRETS)
+def test_assigned_secrets_bearer_tokens_and_url_passwords_are_found(text, value):
+    assert _found(text) == [("secret", value)]
 
 
 @pytest.mark.parametrize("text", NOT_FOUND)
-def test_masks_dates_versions_and_reserved_addresses_are_not_hits(text):
+def test_masks_dates_ids_versions_and_reserved_addresses_are_not_hits(text):
     assert scan_text(f"value {text} here") == []
 
 
+@pytest.mark.parametrize("text, value", [
+    ("**laura.chen@brightleaf.io**", "laura.chen@brightleaf.io"),  # Markdown bold is not a mask
+    ("*+44 20 7946 0958*", "+44 20 7946 0958"),
+    ("电话13912345678", "13912345678"),  # a Chinese character is a boundary
+    ("phone: 4155550199", "4155550199"),  # a plain digit run counts after a phone word
+    ("call me on 8388 3999", "8388 3999"),
+    ('"reply": "thanks\\nnoah\\u0040gmail.com"', "noah@gmail.com"),  # JSON escapes undone
+    ('"text": "line\\n13912345678"', "13912345678"),
+])
+def test_values_next_to_emphasis_escapes_and_cjk_are_found(text, value):
+    assert [v for _, v in _found(text)] == [value]
+
+
+def test_overlapping_findings_keep_the_most_specific_and_come_in_order():
+    text = "key sk-7Qm2VbX9kLp4RtZ8wN3cHs6FjD1yGe5A then 10.1.2.3 and laura@brightleaf.io"
+    assert _found(text) == [("key", "sk-7Qm2VbX9kLp4RtZ8wN3cHs6FjD1yGe5A"), ("ip", "10.1.2.3"),
+                            ("email", "laura@brightleaf.io")]
+    assert _found("api_key=sk-7Qm2VbX9kLp4RtZ8wN3cHs6FjD1yGe5A") == [("key", "sk-7Qm2VbX9kLp4RtZ8wN3cHs6FjD1yGe5A")]
+    assert _found("card 4111111111111111") == [("card", "4111111111111111")]  # not also a phone
+
+
+def test_luhn():
+    for number in ("4111111111111111", "5500000000000004", "378282246310005", "6011111111111117", "79927398713"):
+        assert luhn(number)
+    for number in ("4111111111111112", "1234567812345678", "79927398710"):
+        assert not luhn(number)
+
+
+def test_a_hit_never_shows_its_value():
+    hit = scan_text("write to laura.chen@brightleaf.io")[0]
+    assert mask(hit.value) == hit.masked == "la***"
+    assert "laura" not in repr(hit) and "laura" not in str(hit) and "laura" not in json.dumps(hit.to_json())
+    assert hit == Hit("email", "laura.chen@brightleaf.io", 9)
+
+
+def test_allow_list_takes_regexes_and_literals():
+    allow = AllowList([r"@brightleaf\.io$", "+1 415 555 0199", "("])  # the last two are not valid regexes
+    assert allow.allows("laura.chen@brightleaf.io")
+    assert allow.allows("+1 415 555 0199") and allow.allows("(")
+    assert not allow.allows("+1 415 555 0198") and not allow.allows("laura@brightleaf.io.evil.com")
+
+
+def test_long_lines_come_in_pieces_and_each_value_is_reported_once():
+    rng = random.Random(7)
+    values = ["laura.chen@brightleaf.io", "+44 20 7946 0958", "noah\\u0040gmail.com", "4111 1111 1111 1111"]
+    for _ in range(50):
+        line = "".join("x" * rng.randint(0, 300) + " " + rng.choice(values) + " " for _ in range(30))
+        got = []
+        for number, text, done, held in _pieces(io.StringIO(line + "\nlast 10.1.2.3\n"), 4 * _OVERLAP):
+            got += [(number, h.value) for h in _scan_prepared(text)
+                    if done < h.start + len(h.value) <= len(text) - held]
+        assert got == [(1, h.value) for h in scan_text(line)] + [(2, "10.1.2.3")]
+
+
+# -- workspaces ---------------------------------------------------------------------------------
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        """Test host for the audit command."""
+
+    register(app)
+    return app
+
+
+def _audit(*args: str):
+    return CliRunner().invoke(_app(), ["audit", *args])
+
+
 def _workspace(tmp_path: Path) -> Path:
-    """The committed sample workspace's written files, copied."""
+    """A copy of the committed sample workspace (raw input, knowledge,
+    tasks, manifest, cassettes, allow list; not local evaluation runs)."""
     workspace = tmp_path / "ws"
-    (workspace / "tickets").mkdir(parents=True)
-    for name in ("tasks.jsonl", "manifest.json"):
-        shutil.copy(REPO / "tickets" / name, workspace / "tickets" / name)
+    shutil.copytree(REPO / "tickets", workspace / "tickets")
     shutil.copytree(REPO / "tool_mocks", workspace / "tool_mocks")
+    (workspace / "reports").mkdir()
+    for path in (REPO / "reports").iterdir():
+        if path.is_file():
+            shutil.copy(path, workspace / "reports" / path.name)
     shutil.copy(REPO / ".cirrus-audit-allow", workspace / ".cirrus-audit-allow")
     return workspace
 
 
-def _audit(*args: str):
-    return CliRunner().invoke(app, ["audit", *args])
+def _plant(workspace: Path, text: str, line: int = 3) -> None:
+    """Append ``text`` to the first checkpoint reply of task ``line`` (1-based)."""
+    tasks = workspace / "tickets" / "tasks.jsonl"
+    lines = tasks.read_text(encoding="utf-8").splitlines()
+    task = json.loads(lines[line - 1])
+    task["checkpoints"][0]["reply"] += f" {text}"
+    lines[line - 1] = json.dumps(task)
+    tasks.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def test_the_committed_sample_workspace_is_clean(tmp_path):
     result = _audit(str(_workspace(tmp_path)))
     assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert "0 hits, clean" in result.stderr
 
 
-def test_a_planted_value_fails_the_audit_and_is_shown_masked(tmp_path):
+def test_a_real_email_planted_in_tasks_fails_the_audit_and_is_shown_masked(tmp_path):
     workspace = _workspace(tmp_path)
-    tasks = workspace / "tickets" / "tasks.jsonl"
-    lines = tasks.read_text(encoding="utf-8").splitlines()
-    task = json.loads(lines[3])
-    task["checkpoints"][0]["reply"] += " Write to me at noah.peterson@gmail.com."
-    lines[3] = json.dumps(task)
-    tasks.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _plant(workspace, "Write to me at noah.peterson@gmail.com.", line=4)
     result = _audit(str(workspace))
     assert result.exit_code == 1
-    assert "tickets/tasks.jsonl:4: email" in result.output
-    assert "noah.peterson@gmail.com" not in result.output
+    assert result.stdout.splitlines() == ["tickets/tasks.jsonl:4: email no***"]
+    assert "1 hit(s): 1 email" in result.stderr
+    assert "noah.peterson" not in result.output
 
 
-def test_json_escapes_do_not_hide_a_value(tmp_path):
+def test_no_found_value_is_ever_printed(tmp_path):
     workspace = _workspace(tmp_path)
-    (workspace / "reports" / "r").mkdir(parents=True)
-    (workspace / "reports" / "r" / "attempts.jsonl").write_text('{"reply": "mail noah\\u0040gmail.com"}\n')
+    planted = [v for _, v in FOUND] + [v for _, v in SECRETS]
+    _plant(workspace, " | ".join([v for _, v in FOUND] + [t for t, _ in SECRETS]))
+    for args in ((), ("--json",)):
+        result = _audit(str(workspace), *args)
+        assert result.exit_code == 1
+        for value in planted:
+            assert value not in result.output
+    hits = json.loads(result.stdout)
+    assert len(hits) == len(planted)
+    assert {h["kind"] for h in hits} == {"email", "phone", "card", "key", "secret", "ip"}
+    assert all(h["masked"].endswith("***") and len(h["masked"]) == 5 for h in hits)
+
+
+def test_json_output_is_a_list_of_located_masked_hits(tmp_path):
+    workspace = _workspace(tmp_path)
+    run = workspace / "reports" / "r"
+    run.mkdir()
+    (run / "attempts.jsonl").write_text('{"ok": 1}\n{"reply": "mail noah\\u0040gmail.com"}\n', encoding="utf-8")
     result = _audit(str(workspace), "--json")
     assert result.exit_code == 1
-    hits = json.loads(result.stdout)["hits"]
-    assert [(h["file"], h["line"], h["kind"]) for h in hits] == [("reports/r/attempts.jsonl", 1, "email")]
+    assert json.loads(result.stdout) == [
+        {"file": "reports/r/attempts.jsonl", "line": 2, "column": None, "kind": "email", "masked": "no***"}]
+    clean = _audit(str(_workspace(tmp_path / "other")), "--json")
+    assert clean.exit_code == 0 and json.loads(clean.stdout) == []
 
 
-def test_parquet_string_columns_are_read(tmp_path):
+def test_raw_input_and_hidden_folders_are_skipped_knowledge_is_read(tmp_path):
     workspace = _workspace(tmp_path)
-    (workspace / "reports" / "r").mkdir(parents=True)
-    pl.DataFrame({"task_id": ["a", "b", "c"], "attempt": [0, 1, 2],
-                  "reply": ["fine", "call +44 20 7946 0958", None]}).write_parquet(workspace / "reports/r/x.parquet")
-    result = _audit(str(workspace), "--json")
-    assert result.exit_code == 1
-    hits = json.loads(result.stdout)["hits"]
-    assert [(h["file"], h["line"], h["column"], h["kind"]) for h in hits] == [
-        ("reports/r/x.parquet", 2, "reply", "phone")]
-    assert "7946" not in result.stdout
-
-
-def test_inputs_and_hidden_folders_are_not_read_and_the_allow_list_works(tmp_path):
-    workspace = _workspace(tmp_path)
-    (workspace / "tickets" / "raw").mkdir()
-    (workspace / "tickets" / "raw" / "t.jsonl").write_text('{"text": "laura.chen@brightleaf.io"}\n')
-    (workspace / "tickets" / "kb").mkdir()
-    (workspace / "tickets" / "kb" / "a.md").write_text("laura.chen@brightleaf.io\n")
-    (workspace / "reports" / ".cache").mkdir(parents=True)
-    (workspace / "reports" / ".cache" / "c.json").write_text('"laura.chen@brightleaf.io"\n')
+    (workspace / "tickets" / "raw" / "more.jsonl").write_text('{"text": "laura.chen@brightleaf.io"}\n')
+    for hidden in ("reports/.cache/c.json", "tool_mocks/.tmp/x.yaml", "reports/.partial.jsonl"):
+        (workspace / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / hidden).write_text('"laura.chen@brightleaf.io"\n')
+    files = [p.relative_to(workspace).as_posix() for p in workspace_files(workspace)]
+    assert files[:3] == ["tickets/manifest.json", "tickets/tasks.jsonl", "tickets/kb/kb-billing-invoices.md"]
+    assert "tool_mocks/NC-2025-0001.yaml" in files and files == sorted(files, key=lambda f: (
+        ["tickets", "tool_mocks", "reports"].index(f.split("/")[0]), "/kb/" in f, f))
+    assert not [f for f in files if f.startswith("tickets/raw/") or "/." in f]
     assert _audit(str(workspace)).exit_code == 0
-    (workspace / "reports" / "notes.md").write_text("support: help@nimbus-cloud.example\n")
+    (workspace / "tickets" / "kb" / "kb-contact.md").write_text("Escalations: laura.chen@brightleaf.io\n")
+    result = _audit(str(workspace))
+    assert result.exit_code == 1 and result.stdout == "tickets/kb/kb-contact.md:1: email la***\n"
+
+
+def test_allow_file_and_option(tmp_path):
+    workspace = _workspace(tmp_path)
+    _plant(workspace, "Escalate to support@nimbus-cloud.com or +1 415 555 0199.")
     assert _audit(str(workspace)).exit_code == 1
-    assert _audit(str(workspace), "--allow", r"@nimbus-cloud\.example$").exit_code == 0
+    assert _audit(str(workspace), "--allow", r"@nimbus-cloud\.com$").exit_code == 1  # the phone is still there
+    assert _audit(str(workspace), "--allow", r"@nimbus-cloud\.com$", "--allow", "+1 415 555 0199").exit_code == 0
+    with (workspace / ".cirrus-audit-allow").open("a", encoding="utf-8") as handle:
+        handle.write("# our own support line\n+1 415 555 0199\n^support@nimbus-cloud\\.com$\n")
+    assert _audit(str(workspace)).exit_code == 0
+    (workspace / ".cirrus-audit-allow").unlink()  # the sample's DMARC placeholder address comes back
+    result = _audit(str(workspace))
+    assert result.exit_code == 1 and "email dm***" in result.stdout
+
+
+def test_binary_files_are_skipped_and_counted_text_files_of_any_name_are_read(tmp_path):
+    workspace = _workspace(tmp_path)
+    run = workspace / "reports" / "r"
+    run.mkdir()
+    (run / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00 laura.chen@brightleaf.io")
+    (run / "dump.bin").write_bytes(b"\x00\x01 laura.chen@brightleaf.io")
+    result = _audit(str(workspace))
+    assert result.exit_code == 0 and "(2 binary skipped)" in result.stderr
+    (run / "notes.weird").write_text("laura.chen@brightleaf.io\n")
+    assert _audit(str(workspace)).stdout == "reports/r/notes.weird:1: email la***\n"
+
+
+def test_parquet_text_list_and_struct_columns_are_read_by_row(tmp_path):
+    workspace = _workspace(tmp_path)
+    run = workspace / "reports" / "r"
+    run.mkdir()
+    frame = pl.DataFrame({
+        "task_id": ["a", "b", "c", "d", "e"],
+        "attempt": [0, 1, 2, 3, 4],
+        "reply": ["fine", "call +44 20 7946 0958", None, "fine", "call +44 20 7946 0958"],
+        "tags": [["x"], [], ["mail laura.chen@brightleaf.io"], None, ["y"]],
+        "meta": [{"ip": "10.0.0.0/8"}, {"ip": "10.1.2.3"}, {"ip": None}, {"ip": "ja***@g***.com"}, {"ip": "x"}],
+    })
+    frame.write_parquet(run / "x.parquet", row_group_size=2)
+    result = _audit(str(workspace), "--json")
+    assert result.exit_code == 1
+    assert [(h["file"], h["line"], h["column"], h["kind"]) for h in json.loads(result.stdout)] == [
+        ("reports/r/x.parquet", 2, "reply", "phone"), ("reports/r/x.parquet", 5, "reply", "phone"),
+        ("reports/r/x.parquet", 3, "tags", "email"), ("reports/r/x.parquet", 2, "meta", "ip")]
+    assert "reports/r/x.parquet:2 [reply]: phone +4***" in _audit(str(workspace)).stdout
+    assert "7946" not in result.output
+    # batches smaller than the file keep the row numbers of the whole file
+    assert [(h.line, h.column) for h in _scan_parquet(run / "x.parquet", batch=2)] == [
+        (2, "reply"), (2, "meta"), (3, "tags"), (5, "reply")]
+
+
+def test_a_value_folded_over_two_yaml_lines_is_found(tmp_path):
+    workspace = _workspace(tmp_path)
+    path = workspace / "tool_mocks" / "T-planted.yaml"
+    path.write_text("interactions:\n- response:\n    body:\n      string: 'reach the owner on +44 20\n"
+                    "        7946 0958 tomorrow'\n", encoding="utf-8")  # as yaml.dump folds a long scalar
+    assert yaml.safe_load(path.read_text())["interactions"][0]["response"]["body"]["string"].endswith(
+        "+44 20 7946 0958 tomorrow")
+    result = _audit(str(workspace))
+    assert result.exit_code == 1
+    assert result.stdout == "tool_mocks/T-planted.yaml:4: phone +4***\n"
+    path.write_text("not: [valid yaml\nlaura.chen@brightleaf.io\n")  # unparsable: read line by line
+    assert _audit(str(workspace)).stdout == "tool_mocks/T-planted.yaml:2: email la***\n"
+
+
+def test_html_and_svg_drawing_data_is_not_read_but_text_is(tmp_path):
+    workspace = _workspace(tmp_path)
+    run = workspace / "reports" / "r"
+    run.mkdir()
+    (run / "chart.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 415 5550199">\n'
+        '<path d="M 4155550199 13912345678 L 10.1.2.3 1.2.3.4"/>\n'
+        '<image href="data:image/png;base64,AKIAIOSFODNN7EXAMPLE0"/>\n'
+        '<text x="13912345678">ok</text></svg>\n')
+    (run / "report.html").write_text(
+        "<html><style>.a{width:13912345678px}</style>\n<body><p>Contact\n"
+        "<a href=\"mailto:laura.chen&#64;brightleaf.io\">us</a></p></body></html>\n")
+    result = _audit(str(workspace))
+    assert result.exit_code == 1
+    assert result.stdout == "reports/r/report.html:3: email la***\n"
 
 
 def test_usage_errors_exit_2(tmp_path):
-    assert _audit(str(tmp_path / "missing")).exit_code == 2
-    assert _audit(str(_workspace(tmp_path)), "--allow", "(").exit_code == 2
+    result = _audit(str(tmp_path / "missing"))
+    assert result.exit_code == 2 and "not a folder" in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = _audit(str(tmp_path / "empty"))
+    assert result.exit_code == 2 and "not a Cirrus workspace" in result.stderr
+    assert _audit().exit_code == 2  # no WORKSPACE argument
+
+
+def test_an_unreadable_file_is_not_clean(tmp_path):
+    workspace = _workspace(tmp_path)
+    (workspace / "reports" / "r").mkdir()
+    (workspace / "reports" / "r" / "tasks.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
+    result = _audit(str(workspace))
+    assert result.exit_code == 2
+    assert "could not read reports/r/tasks.parquet" in result.stderr
+    _plant(workspace, "laura.chen@brightleaf.io")
+    assert _audit(str(workspace)).exit_code == 1  # a hit outranks the read error
+    assert audit(workspace).unreadable[0].startswith("reports/r/tasks.parquet: ")
 
 
 def test_a_workspace_with_evaluation_reports_is_clean(tmp_path, pipeline_config):
+    from cirrus.cli import app
+
     workspace = sample_with_baseline_runs(tmp_path / "ws", pipeline_config)
     shutil.copy(REPO / ".cirrus-audit-allow", workspace / ".cirrus-audit-allow")
-    assert CliRunner().invoke(app, ["report", "oracle", "retrieval", "-w", str(workspace), "--bootstrap", "50"]).exit_code == 0
-    written = sorted(p.suffix for p in (workspace / "reports").rglob("*") if p.is_file())
-    assert {".parquet", ".jsonl", ".json", ".html"} <= set(written)
+    report = CliRunner().invoke(app, ["report", "oracle", "retrieval", "-w", str(workspace), "--bootstrap", "50"])
+    assert report.exit_code == 0, report.output
+    written = {p.suffix for p in (workspace / "reports").rglob("*") if p.is_file()}
+    assert {".parquet", ".jsonl", ".json", ".html"} <= written
     result = _audit(str(workspace))
     assert result.exit_code == 0, result.output
+    assert "binary skipped" not in result.stderr  # Parquet is read, not skipped
