@@ -343,12 +343,13 @@ def _raw(path: Path, variant: str, n: int = 6) -> Path:
     return path
 
 
-@pytest.mark.xfail(strict=True, reason="ingest overwrites cassettes in place before tasks.jsonl is committed")
-def test_a_killed_reingest_leaves_the_previous_workspace_consistent(tmp_path):
+def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path):
     """Ingest A, then ingest B (same ticket ids, other tool calls) into the same
-    workspace and kill it after two cassettes: a reader must still see A
-    whole (tasks.jsonl and the cassettes it names), not A's tasks with B's
-    recordings, which replay as "no recorded result" and score as agent failures."""
+    workspace and kill it after two cassettes.  Cassettes are rewritten in
+    place, so A's tasks now meet some of B's recordings, which would replay as
+    "no recorded result" and score as agent failures: eval must refuse the
+    workspace (naming the interrupted ingest) until an ingest runs to the end,
+    and then see B whole."""
     workspace = tmp_path / "ws"
     first = subprocess.run(_cli(*_ingest_args(workspace, _raw(tmp_path / "a" / "t.jsonl", "A"), None)), cwd=REPO,
                            capture_output=True, text=True, timeout=300)
@@ -356,8 +357,24 @@ def test_a_killed_reingest_leaves_the_previous_workspace_consistent(tmp_path):
     before = _committed_view(workspace)
     assert len([k for k in before if k.startswith("tool_mocks/")]) == 6
 
+    raw_b = _raw(tmp_path / "b" / "t.jsonl", "B")
     crash = _crash(workspace, "replace", "*.yaml", at=3)
-    killed = subprocess.run(_cli(*_ingest_args(workspace, _raw(tmp_path / "b" / "t.jsonl", "B"), None), crash=crash),
+    killed = subprocess.run(_cli(*_ingest_args(workspace, raw_b, None), crash=crash),
                             env=_env(crash), cwd=REPO, capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert _committed_view(workspace) == before
+    assert _committed_view(workspace) != before  # the mix eval must not score
+
+    evaluate = [*_cli("eval", "--model", "baseline:oracle", "-w", str(workspace), "--run-id", "after", "-q")]
+    refused = subprocess.run(evaluate, cwd=workspace, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert "interrupted" in refused.stderr and "cirrus ingest" in refused.stderr
+    assert not (workspace / "reports" / "after").exists()
+
+    rerun = subprocess.run(_cli(*_ingest_args(workspace, raw_b, None)), cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    fresh = tmp_path / "fresh"
+    subprocess.run(_cli(*_ingest_args(fresh, raw_b, None)), cwd=REPO, capture_output=True, check=True, timeout=300)
+    assert _committed_view(workspace) == _committed_view(fresh)
+    done = subprocess.run(evaluate, cwd=workspace, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr

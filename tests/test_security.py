@@ -170,8 +170,6 @@ def test_the_api_key_is_never_written_nor_printed(tmp_path):
     assert (workspace / ".cirrus-cache").is_dir() and list((workspace / "reports").rglob("*.html"))
 
 
-@pytest.mark.xfail(strict=True, reason="cirrus/llm/client.py cuts an error text at 300 characters before it redacts "
-                                       "the key, so a key across the cut is kept in part")
 def test_an_error_text_cut_across_the_key_keeps_no_part_of_it(tmp_path):
     from tests.scripted_models import make_task, write_workspace
 

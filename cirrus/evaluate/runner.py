@@ -21,8 +21,8 @@ from cirrus.evaluate.walk import WalkResult, walk
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
+from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
 
-TASKS_FILE = Path("tickets/tasks.jsonl")
 
 
 class TaskFileError(ValueError):
@@ -32,6 +32,11 @@ class TaskFileError(ValueError):
 def load_tasks(workspace: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order."""
     path = workspace / TASKS_FILE
+    if (workspace / IN_PROGRESS_FILE).exists():
+        raise TaskFileError(
+            f"an ingest into {workspace} is running or was interrupted ({IN_PROGRESS_FILE} exists), so its tasks "
+            f"and cassettes may not match: wait for it, or run `cirrus ingest` again to completion"
+        )
     if not path.exists():
         raise TaskFileError(f"{path} does not exist: run `cirrus ingest RAW --workspace {workspace}` first")
     tasks = []

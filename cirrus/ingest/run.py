@@ -6,6 +6,9 @@ completes, the manifest is written the same way last, so a crash never leaves
 a half-written file that looks complete.  Cassettes are written one by one
 (each atomically) and stale ones from an earlier ingest are removed at the end.
 Temporary files a killed ingest left behind are removed when the next starts.
+Cassettes are rewritten in place, so while an ingest runs (or after one was
+killed) ``tickets/.ingest-in-progress`` exists and ``cirrus eval`` refuses the
+workspace until an ingest completes.
 """
 
 from __future__ import annotations
@@ -30,10 +33,8 @@ from cirrus.ingest.pipeline import AnnotatorSpec, Outcome, ProcessorFactory, Ski
 from cirrus.ingest.readers import read_tickets
 from cirrus.ingest.tool_schemas import load_tool_schemas
 from cirrus.schema import Quarantined, Ticket
+from cirrus.workspace import IN_PROGRESS_FILE, MANIFEST_FILE, MOCKS_DIR, TASKS_FILE
 
-TASKS_FILE = Path("tickets/tasks.jsonl")
-MANIFEST_FILE = Path("tickets/manifest.json")
-MOCKS_DIR = Path("tool_mocks")
 
 
 @dataclass
@@ -174,6 +175,10 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     mocks.mkdir(parents=True, exist_ok=True)
     for folder in (workspace / TASKS_FILE.parent, mocks):
         remove_stale_temps(folder)  # from an ingest that was killed
+    in_progress = workspace / IN_PROGRESS_FILE
+    in_progress.parent.mkdir(parents=True, exist_ok=True)
+    in_progress.write_text(f"cirrus ingest {options.raw_path.name} started "
+                           f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}\n", encoding="utf-8")
     tally = _Tally()
     written_cassettes: set[str] = set()
     bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)
@@ -206,4 +211,5 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     with atomic_writer(workspace / MANIFEST_FILE) as out:
         json.dump(manifest, out, indent=2, ensure_ascii=False)
         out.write("\n")
+    in_progress.unlink()
     return IngestSummary(manifest)

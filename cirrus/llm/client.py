@@ -488,19 +488,21 @@ def _dumps(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _describe_error(exc: BaseException, timeout: float) -> str:
+def _describe_error(exc: BaseException, timeout: float, redact: Callable[[str], str] = lambda text: text) -> str:
+    """A short account of a failed request; ``redact`` runs before any text
+    is cut, so a secret crossing the cut cannot survive in part."""
     if isinstance(exc, APIStatusError):
         message = exc.message if isinstance(exc.message, str) else str(exc)
-        return f"HTTP {exc.status_code}: {message[:300]}"
+        return f"HTTP {exc.status_code}: {redact(message)[:300]}"
     if isinstance(exc, (APITimeoutError, _TriedTooLong)):
         return f"timed out: no complete answer within the {timeout:g} s timeout"
     if isinstance(exc, APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = str(cause) if cause is not None and str(cause) else str(exc)
-        return f"connection failed: {detail[:300]}"
+        return f"connection failed: {redact(detail)[:300]}"
     if isinstance(exc, _MalformedAnswer):
-        return f"malformed answer: {str(exc)[:300]}"
-    return f"{type(exc).__name__}: {str(exc)[:300]}"
+        return f"malformed answer: {redact(str(exc))[:300]}"
+    return f"{type(exc).__name__}: {redact(str(exc))[:300]}"
 
 
 class ChatClient:
@@ -633,7 +635,7 @@ class ChatClient:
             if key is not None:
                 self._cache_put(key, last)
             return value, last
-        shown = (last.content if last is not None else "")[:300]
+        shown = self._redact(last.content if last is not None else "")[:300]
         raise InfrastructureError(self._redact(
             f"unreadable {what} from {self.role.describe()} after {max(1, attempts)} attempts "
             f"({problem}); last answer: {shown!r}"
@@ -661,7 +663,7 @@ class ChatClient:
         except (APIStatusError, APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             retried = f" after {attempts} attempts" if attempts > 1 else ""
             raise InfrastructureError(self._redact(
-                f"{self.role.describe()} failed{retried}: {_describe_error(exc, self.role.timeout)}"
+                f"{self.role.describe()} failed{retried}: {_describe_error(exc, self.role.timeout, self._redact)}"
             )) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 

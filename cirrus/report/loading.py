@@ -22,8 +22,8 @@ from typing import Any
 import polars as pl
 
 from cirrus.evaluate.store import CHECKPOINT_SCHEMA, RUN_FILE, TASK_SCHEMA
+from cirrus.workspace import TASKS_FILE
 
-TASKS_FILE = Path("tickets/tasks.jsonl")
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 # columns of the run files the report needs (the contract's "at least")
