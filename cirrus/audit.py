@@ -70,6 +70,8 @@ from typing import IO, Annotated, Any, Optional
 
 import typer
 
+from cirrus.checksums import luhn
+
 __all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "luhn", "mask", "register", "scan_file",
            "scan_text", "workspace_files"]
 
@@ -128,17 +130,6 @@ def mask(value: str) -> str:
     """The first two characters of ``value`` and ``***``: enough to find it
     on the reported line, not enough to read it."""
     return value[:2] + "***"
-
-
-def luhn(digits: str) -> bool:
-    """The Luhn checksum of a string of digits holds."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
 
 
 # -- patterns ---------------------------------------------------------------------------

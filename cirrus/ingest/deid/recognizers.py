@@ -10,6 +10,8 @@ import re
 from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, PatternRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
+from cirrus.checksums import luhn
+
 
 class ValidatedPhoneRecognizer(PhoneRecognizer):
     """Presidio's phonenumbers-based recognizer, trusted on its own.
@@ -21,16 +23,6 @@ class ValidatedPhoneRecognizer(PhoneRecognizer):
     """
 
     SCORE = 0.6
-
-
-def _luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
 
 
 class LuhnCardRecognizer(PatternRecognizer):
@@ -50,7 +42,7 @@ class LuhnCardRecognizer(PatternRecognizer):
 
     def validate_result(self, pattern_text: str) -> bool | None:
         digits = re.sub(r"[ -]", "", pattern_text)
-        return 12 <= len(digits) <= 19 and _luhn_ok(digits)
+        return 12 <= len(digits) <= 19 and luhn(digits)
 
 
 class GroupedPhoneRecognizer(LocalRecognizer):
