@@ -409,3 +409,19 @@ def test_config_files_with_a_python_tag_are_refused_and_run_nothing(tmp_path):
         assert said in result.output, result.output
     assert not marker.exists()
     assert not (tmp_path / "a" / "tickets" / "tasks.jsonl").exists()
+
+
+def test_credentials_in_a_base_url_are_never_shown_or_stored(tmp_path, monkeypatch):
+    from cirrus.evaluate.roles import RoleOptions, build_roles
+    from cirrus.ingest.pipeline import AnnotatorSpec
+    from cirrus.llm.client import RoleConfig
+    from cirrus.llm.providers import resolve_endpoint
+
+    url = "https://alice:pw-0f9e8d7c@llm.example.internal:8443/v1"
+    monkeypatch.setenv("CIRRUS_URL_TEST_KEY", "sk-url-test-not-a-secret-123")
+    described = RoleConfig.from_options("m", url, "CIRRUS_URL_TEST_KEY", name="agent").describe()
+    label = AnnotatorSpec(resolve_endpoint("m", url, "CIRRUS_URL_TEST_KEY")).label
+    roles = build_roles(RoleOptions("m", url, "CIRRUS_URL_TEST_KEY"), None, None, [], tmp_path)
+    for shown in (described, label, json.dumps(roles.details)):
+        assert "pw-0f9e8d7c" not in shown and "alice" not in shown
+        assert "***@llm.example.internal:8443" in shown

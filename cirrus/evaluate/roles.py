@@ -18,6 +18,7 @@ from typing import Any
 from cirrus.agents.baselines import OracleAgent, RetrievalAgent
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker
 from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker
+from cirrus.llm.providers import shown_url
 
 BASELINES = ("baseline:oracle", "baseline:retrieval")
 LOCAL = "local"
@@ -126,7 +127,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     if isinstance(judge_part, LocalCoverageJudge):
         fingerprint["judge_role"] = {"name": judge_part.name,
                                      "thresholds": [judge_part.key_threshold, judge_part.word_threshold]}
-    details = {"agent_base_url": agent.base_url, "judge_base_url": judge.base_url,
-               "fluency_base_url": fluency.base_url,
+    details = {"agent_base_url": shown_url(agent.base_url), "judge_base_url": shown_url(judge.base_url),
+               "fluency_base_url": shown_url(fluency.base_url),
                "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env})}
     return Roles(agent_part, judge_part, fluency_part, fingerprint, details, pool)

@@ -29,7 +29,7 @@ from cirrus.ingest.denoise import Denoiser
 from cirrus.ingest.knowledge import KnowledgeBase, select_knowledge
 from cirrus.ingest.tasks import Dialogue, build_task
 from cirrus.ingest.tool_schemas import infer_tool_schemas, merge_schemas
-from cirrus.llm.providers import Endpoint
+from cirrus.llm.providers import Endpoint, shown_url
 from cirrus.schema import KnowledgeDoc, Quarantined, SourceRef, Ticket
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
@@ -53,7 +53,7 @@ class AnnotatorSpec:
 
     @property
     def label(self) -> str:
-        return f"llm:{self.endpoint.model}@{self.endpoint.base_url}" if self.endpoint else "rules"
+        return f"llm:{self.endpoint.model}@{shown_url(self.endpoint.base_url)}" if self.endpoint else "rules"
 
 
 @dataclass(slots=True)

@@ -79,7 +79,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from cirrus.evaluate.types import InfrastructureError
 from cirrus.ingest.cassettes import canonical_json
 from cirrus.llm.cache import ResponseCache
-from cirrus.llm.providers import Endpoint, EndpointError, resolve_endpoint
+from cirrus.llm.providers import Endpoint, EndpointError, resolve_endpoint, shown_url
 
 T = TypeVar("T")
 
@@ -210,7 +210,7 @@ class RoleConfig:
 
     def describe(self) -> str:
         role = f"{self.name} " if self.name else ""
-        return f"{role}model {self.endpoint.model!r} at {self.endpoint.base_url}"
+        return f"{role}model {self.endpoint.model!r} at {shown_url(self.endpoint.base_url)}"
 
 
 def roles_from_options(

@@ -56,10 +56,23 @@ class Endpoint:
         key = os.environ.get(self.api_key_env)
         if not key:
             raise EndpointError(
-                f"model {self.model!r} at {self.base_url} needs an API key: set the environment "
+                f"model {self.model!r} at {shown_url(self.base_url)} needs an API key: set the environment "
                 f"variable {self.api_key_env} (or choose another with --api-key-env)"
             )
         return key
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` fit to print or store: a user name and password written into it
+    (``https://user:secret@host/v1``) become ``***``."""
+    if not url:
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
 def resolve_endpoint(model: str, base_url: str | None = None, api_key_env: str | None = None) -> Endpoint:
