@@ -61,6 +61,15 @@ def test_llm_annotator_retries_server_errors(rules):
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize("status", [400, 422])
+def test_a_request_the_model_refuses_falls_back_to_rules_for_that_ticket_only(rules, status):
+    with FakeOpenAI([status, '{"labels": ["Inquire", "Standard"]}']) as server:
+        annotator = _annotator(server, rules)
+        assert annotator.label(ITEMS) == rules.label(ITEMS)  # refused: not retried, the rules answer
+        assert annotator.label(ITEMS) == ["Inquire", "Standard"]  # the next ticket asks the model again
+    assert len(server.requests) == 2 and annotator.fallbacks == 1
+
+
 def test_llm_annotator_falls_back_to_rules_when_answers_stay_malformed(rules):
     with FakeOpenAI(["nope", "nope", "nope"]) as server:
         annotator = _annotator(server, rules)

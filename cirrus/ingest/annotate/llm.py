@@ -12,7 +12,15 @@ import json
 import re
 from typing import get_args
 
-from openai import APIConnectionError, APITimeoutError, InternalServerError, OpenAI, RateLimitError
+from openai import (
+    APIConnectionError,
+    APITimeoutError,
+    BadRequestError,
+    InternalServerError,
+    OpenAI,
+    RateLimitError,
+    UnprocessableEntityError,
+)
 from pydantic import BaseModel, ValidationError, field_validator
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
@@ -31,6 +39,9 @@ For every numbered agent reply, choose exactly one type:
 Answer with JSON only, in the form {"labels": ["Solution", "Inquire", ...]}, one label per reply, in order."""
 
 _TRANSIENT = (RateLimitError, APITimeoutError, APIConnectionError, InternalServerError)
+# refused for this request's content (too long for the context, ...): the
+# rules label this ticket, the next ticket asks the model again
+_REFUSED_REQUEST = (BadRequestError, UnprocessableEntityError)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
@@ -104,6 +115,6 @@ class LLMAnnotator:
         )(self._ask)
         try:
             return ask(items)
-        except (MalformedLabels, *_TRANSIENT):
+        except (MalformedLabels, *_TRANSIENT, *_REFUSED_REQUEST):
             self.fallbacks += 1
             return self.fallback.label(items)
