@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ingest_throughput import REPO, loadavg, machine, measure
+from ingest_throughput import loadavg, machine, measure
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "ingest_scale.json"

@@ -78,7 +78,6 @@ __all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "luhn", "ma
 ALLOW_FILE = ".cirrus-audit-allow"
 SCANNED_FOLDERS = ("tickets", "tool_mocks", "reports")
 SKIPPED_FOLDERS = {"tickets/raw"}  # raw input: personal data by design
-PHONE_REGIONS = ("US", "GB", "CN", "DE", "FR", "IT", "ES", "NL", "BE", "CH", "IN", "CA", "AU", "SG", "JP")
 BINARY_SUFFIXES = {
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif", ".pdf", ".woff", ".woff2",
     ".ttf", ".otf", ".zip", ".gz", ".bz2", ".xz", ".zst", ".tar", ".7z", ".npy", ".npz", ".pkl", ".pickle",
@@ -278,13 +277,21 @@ def _phones(text: str) -> Iterator[tuple[int, str]]:
             yield match.start() + raw.find(found), found
 
 
+@functools.cache
+def _phone_regions() -> tuple[str, ...]:
+    """The regions the default pipeline de-identifies phone numbers of."""
+    from cirrus.config import load_pipeline
+
+    return tuple(load_pipeline().deid.phone_regions)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _phone_in(candidate: str) -> str | None:
     """The valid phone number ``phonenumbers`` finds in ``candidate``, if any
     (each distinct candidate is asked once: the matcher is slow)."""
     import phonenumbers
 
-    regions = ("ZZ",) if candidate.startswith("+") else PHONE_REGIONS  # ZZ: the number carries its country
+    regions = ("ZZ",) if candidate.startswith("+") else _phone_regions()  # ZZ: the number carries its country
     for region in regions:
         # the matcher rather than parse(): it also refuses odd groupings
         found = next(iter(phonenumbers.PhoneNumberMatcher(candidate, region, leniency=phonenumbers.Leniency.VALID)),

@@ -41,6 +41,7 @@ from vcr.stubs.httpx_stubs import vcr_handle_request
 
 from cirrus.ingest.cassettes import canonical_arguments, canonical_json, dump_cassette, tool_url
 from cirrus.schema import Task
+from cirrus.workspace import MOCKS_DIR
 
 _MAX_SHOWN_ARGUMENTS = 500
 
@@ -166,7 +167,7 @@ class ToolReplayer:
         if cassette is None:
             return cls(None)
         parts = PurePosixPath(os.path.normpath(str(cassette).replace("\\", "/"))).parts
-        if len(parts) < 2 or parts[0] != "tool_mocks" or ".." in parts or "\0" in str(cassette):
+        if len(parts) < 2 or parts[0] != MOCKS_DIR.name or ".." in parts or "\0" in str(cassette):
             raise CassetteError(f"cassette {cassette!r} is not inside {Path(workspace) / 'tool_mocks'}")
         return cls(Path(workspace) / cassette)
 

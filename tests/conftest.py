@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,17 @@ def sample_with_baseline_runs(workspace: Path, pipeline_config) -> Path:
                                      "--pass-k", "2", "-q"])
         assert result.exit_code == 0, result.output
     return workspace
+
+
+def workspace_snapshot(workspace: Path) -> dict[str, bytes]:
+    """Every file of a workspace by relative path, the manifest without its
+    creation time: what two ingests of the same input must agree on."""
+    files = {}
+    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.name == "manifest.json":
+            manifest = json.loads(data)
+            manifest.pop("created_at")
+            data = json.dumps(manifest, sort_keys=True).encode()
+        files[path.relative_to(workspace).as_posix()] = data
+    return files

@@ -14,11 +14,9 @@ import pytest
 
 from cirrus.evaluate.types import InfrastructureError
 from cirrus.llm.client import ChatClient, ClientPool, ModelAuthError, RoleConfig
-from cirrus.llm.providers import Endpoint
 from tests.chat_server import ChatServer, Reply, error, text
+from tests.test_llm_client import KEY, KEY_ENV, _key, role  # noqa: F401  (_key: the autouse fixture setting the key)
 
-KEY_ENV = "CIRRUS_TEST_FAULTS_KEY"
-KEY = "sk-cirrus-faults-secret-0123456789abcdef"
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 GOOD_ANSWER = {
@@ -27,15 +25,7 @@ GOOD_ANSWER = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, KEY)
-
-
-def role(server: ChatServer, **kw) -> RoleConfig:
-    # tiny backoff: a gap between tries longer than ~0.1 s is a Retry-After's doing
-    settings = {"retry_initial_wait": 0.01, "retry_max_wait": 0.05, "timeout": 5.0, "max_retries": 3, **kw}
-    return RoleConfig(Endpoint("model-x", server.base_url, KEY_ENV), **settings)
+# role(): a tiny backoff, so a gap between tries longer than ~0.1 s is a Retry-After's doing
 
 
 def call(r: RoleConfig, *, pool: bool = False):

@@ -28,7 +28,7 @@ import polars as pl
 import pytest
 
 from tests.chat_server import ChatServer
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
+from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 from tests.scripted_models import between
 
 KEY_ENV = "CIRRUS_KILL_TEST_KEY"
@@ -277,23 +277,10 @@ def test_eval_killed_at_a_write_resumes_to_the_uninterrupted_result(tmp_path, in
 # -- ingest: killed at its commit points -------------------------------------------------
 
 
-def _snapshot(workspace: Path) -> dict[str, bytes]:
-    """Every file of the workspace, the manifest without its creation time."""
-    files = {}
-    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        if path.name == "manifest.json":
-            manifest = json.loads(data)
-            manifest.pop("created_at")
-            data = json.dumps(manifest, sort_keys=True).encode()
-        files[path.relative_to(workspace).as_posix()] = data
-    return files
-
-
 def _committed_view(workspace: Path) -> dict[str, bytes]:
     """What a reader of the workspace sees: tasks.jsonl, the manifest and the
     cassettes tasks.jsonl names."""
-    snapshot = _snapshot(workspace)
+    snapshot = workspace_snapshot(workspace)
     view = {name: snapshot.get(name) for name in ("tickets/tasks.jsonl", "tickets/manifest.json")}
     for line in (snapshot.get("tickets/tasks.jsonl") or b"").decode().splitlines():
         cassette = json.loads(line)["cassette"]
@@ -306,7 +293,7 @@ def _committed_view(workspace: Path) -> dict[str, bytes]:
 # "manifest.json": tasks.jsonl in place, stale cassettes not removed, no manifest yet
 @pytest.mark.parametrize("point", ["tasks.jsonl", "manifest.json"])
 def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, ingested, point):
-    expected = _snapshot(ingested)
+    expected = workspace_snapshot(ingested)
     workspace = tmp_path / "ws"
     crash = _crash(workspace, "replace", point)
     killed = subprocess.run(_cli(*_ingest_args(workspace), crash=crash), env=_env(crash), cwd=REPO,
@@ -324,7 +311,7 @@ def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, 
     rerun = subprocess.run(_cli(*_ingest_args(workspace)), cwd=REPO, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert _temps(workspace) == []
-    assert _snapshot(workspace) == expected
+    assert workspace_snapshot(workspace) == expected
 
 
 def _raw(path: Path, variant: str, n: int = 6) -> Path:

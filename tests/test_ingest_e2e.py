@@ -140,11 +140,17 @@ def test_parallel_run_writes_the_same_workspace(tmp_path, sample_ws, pipeline_co
         assert (parallel / "tool_mocks" / cassette.name).read_bytes() == cassette.read_bytes()
 
 
-def test_a_crash_leaves_the_previous_workspace_intact(tmp_path, pipeline_config, monkeypatch):
+def _question_tickets(tmp_path: Path, n: int) -> Path:
+    """``n`` one-question tickets without tool calls, as a JSONL file."""
     raw = tmp_path / "raw.jsonl"
     raw.write_text("\n".join(json.dumps({"ticket_id": f"T-{i}", "events": [
         {"role": "customer", "text": f"question {i}"}, {"role": "agent", "text": f"answer {i} is 42"}]})
-        for i in range(5)) + "\n")
+        for i in range(n)) + "\n")
+    return raw
+
+
+def test_a_crash_leaves_the_previous_workspace_intact(tmp_path, pipeline_config, monkeypatch):
+    raw = _question_tickets(tmp_path, 5)
     workspace = tmp_path / "ws"
     _ingest(raw, workspace, pipeline_config)
     before = (workspace / "tickets/tasks.jsonl").read_bytes()
@@ -174,10 +180,7 @@ def test_a_full_disk_is_a_clear_error_and_keeps_the_previous_workspace(tmp_path,
     import errno
     import os
 
-    raw = tmp_path / "raw.jsonl"
-    raw.write_text("\n".join(json.dumps({"ticket_id": f"T-{i}", "events": [
-        {"role": "customer", "text": f"question {i}"}, {"role": "agent", "text": f"answer {i} is 42"}]})
-        for i in range(3)) + "\n")
+    raw = _question_tickets(tmp_path, 3)
     workspace = tmp_path / "ws"
     _ingest(raw, workspace, pipeline_config)
     before = {p: p.read_bytes() for p in workspace.rglob("*") if p.is_file()}

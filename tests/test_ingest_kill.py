@@ -1,11 +1,10 @@
 """``cirrus ingest`` killed with SIGKILL at several points, then run again:
 the workspace ends up byte-for-byte what an uninterrupted run writes, with
-no temporary file left behind.  (The same for ``cirrus eval`` is in
-test_eval_faults.py.)"""
+no temporary file left behind.  (Kills at ingest's exact commit points, and
+those of ``cirrus eval``, are in test_eval_kill.py and test_eval_faults.py.)"""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
+from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
 
 def _command(workspace: Path) -> list[str]:
@@ -23,23 +22,11 @@ def _command(workspace: Path) -> list[str]:
             "-w", str(workspace), "-j", "1", "-q"]
 
 
-def _snapshot(workspace: Path) -> dict[str, bytes]:
-    files = {}
-    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
-        data = path.read_bytes()
-        if path.name == "manifest.json":
-            manifest = json.loads(data)
-            manifest.pop("created_at")
-            data = json.dumps(manifest, sort_keys=True).encode()
-        files[path.relative_to(workspace).as_posix()] = data
-    return files
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> dict[str, bytes]:
     workspace = tmp_path_factory.mktemp("clean")
     subprocess.run(_command(workspace), cwd=REPO, check=True, capture_output=True)
-    return _snapshot(workspace)
+    return workspace_snapshot(workspace)
 
 
 def _cassettes(workspace: Path) -> int:
@@ -75,5 +62,5 @@ def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, uninterrupted, p
 
     rerun = subprocess.run(_command(workspace), cwd=REPO, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
-    assert _snapshot(workspace) == uninterrupted
+    assert workspace_snapshot(workspace) == uninterrupted
     assert not list(workspace.rglob("*.tmp"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -11,23 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
+from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage report (the executor sets it too)
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
-
-
-def _workspace_files(workspace: Path) -> dict[str, object]:
-    """Every written file by relative path; the manifest without its timestamp."""
-    files: dict[str, object] = {}
-    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
-        relative = path.relative_to(workspace).as_posix()
-        if relative == "tickets/manifest.json":
-            manifest = json.loads(path.read_text())
-            manifest.pop("created_at")
-            files[relative] = manifest
-        else:
-            files[relative] = path.read_bytes()
-    return files
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +51,13 @@ def test_ray_and_local_executors_write_identical_workspaces(tmp_path, local_ray,
     assert local["counts"]["tasks"] > 20
     duplicates = [q for q in on_ray["quarantined"] if q["reason"].startswith("duplicate ticket_id")]
     assert "zz_repeat.jsonl" in [q["source"] for q in duplicates]
-    assert _workspace_files(tmp_path / "ray") == _workspace_files(tmp_path / "local")
+    assert workspace_snapshot(tmp_path / "ray") == workspace_snapshot(tmp_path / "local")
 
 
 def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config):
     _ingest(SAMPLE_RAW, tmp_path / "one", pipeline_config, "ray", jobs=1)
     _ingest(SAMPLE_RAW, tmp_path / "serial", pipeline_config, "local", jobs=1)
-    assert _workspace_files(tmp_path / "one") == _workspace_files(tmp_path / "serial")
+    assert workspace_snapshot(tmp_path / "one") == workspace_snapshot(tmp_path / "serial")
 
 
 def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path):
@@ -84,7 +70,7 @@ def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path):
                                  "--executor", executor, "--jobs", "2", "-q"],
                                 capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert result.returncode == 0, result.stderr[-2000:]
-        runs[executor] = _workspace_files(workspace)
+        runs[executor] = workspace_snapshot(workspace)
     assert runs["ray"] == runs["local"]
 
 

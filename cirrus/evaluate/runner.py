@@ -24,7 +24,6 @@ from cirrus.replay import ToolReplayer
 from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
 
 
-
 class TaskFileError(ValueError):
     pass
 

@@ -148,13 +148,15 @@ def settle(processor: Callable[[Ticket], Processed | Skipped], item: Ticket | Qu
 def mark_duplicates(outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
     """Quarantine a ticket whose id an earlier readable ticket already had.
 
-    The local executor reads in order and gets this from the readers already;
-    an executor that reads files in parallel needs it after the fact."""
+    The local readers do this as they read, in order; an executor that reads
+    files in parallel needs it after the fact, with the same reason text."""
     first_seen: dict[str, str] = {}
     for outcome in outcomes:
         if outcome.status is not None and outcome.ticket_id is not None:
-            first = first_seen.setdefault(outcome.ticket_id, outcome.origin.describe())
-            if first != outcome.origin.describe():
+            first = first_seen.get(outcome.ticket_id)
+            if first is None:
+                first_seen[outcome.ticket_id] = outcome.origin.describe()
+            else:
                 reason = f"duplicate ticket_id (first seen at {first})"
                 outcome = Outcome(outcome.origin, outcome.ticket_id, None,
                                   Quarantined(outcome.origin, reason, outcome.ticket_id))

@@ -15,6 +15,7 @@ installed; the raw input must be readable at the same path on every node.
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -35,6 +36,9 @@ class RayUnavailable(RuntimeError):
 
 
 def _import_ray() -> Any:
+    # Ray reports usage statistics over the network unless told not to; Cirrus
+    # runs offline (a cluster started with `ray start` keeps its own setting)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         import ray
         import ray.data  # noqa: F401  (Ray Data is a separate extra of ray)

@@ -29,12 +29,19 @@ from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer, remove_stale_temps
 from cirrus.ingest.cassettes import write_cassette
 from cirrus.ingest.knowledge import load_kb
-from cirrus.ingest.pipeline import AnnotatorSpec, Outcome, ProcessorFactory, Skipped, local_outcomes, mark_duplicates
+from cirrus.ingest.pipeline import (
+    AnnotatorSpec,
+    Outcome,
+    Processed,
+    ProcessorFactory,
+    Skipped,
+    local_outcomes,
+    mark_duplicates,
+)
 from cirrus.ingest.readers import read_tickets
 from cirrus.ingest.tool_schemas import load_tool_schemas
-from cirrus.schema import Quarantined, Ticket
+from cirrus.schema import Quarantined
 from cirrus.workspace import IN_PROGRESS_FILE, MANIFEST_FILE, MOCKS_DIR, TASKS_FILE
-
 
 
 @dataclass
@@ -151,11 +158,14 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
 
 
 def _outcomes(options: IngestOptions, factory: ProcessorFactory) -> Iterator[Outcome]:
+    """One outcome per item read, in input order.  The local readers quarantine
+    repeated ticket ids as they read; Ray reads files in parallel, so its
+    outcomes get the same check afterwards."""
     if options.executor == "ray":
         from cirrus.ingest.ray_executor import ray_outcomes
 
-        return ray_outcomes(options.raw_path, options.fmt, factory, options.statuses,
-                            jobs=options.jobs, address=options.ray_address)
+        return mark_duplicates(ray_outcomes(options.raw_path, options.fmt, factory, options.statuses,
+                                            jobs=options.jobs, address=options.ray_address))
     if options.executor != "local":
         raise ValueError(f"unknown executor {options.executor!r}; expected local or ray")
     return local_outcomes(read_tickets(options.raw_path, options.fmt), factory, options.statuses, options.jobs)
@@ -183,7 +193,7 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     written_cassettes: set[str] = set()
     bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)
     with atomic_writer(workspace / TASKS_FILE) as out:
-        for outcome in mark_duplicates(_outcomes(options, factory)):
+        for outcome in _outcomes(options, factory):
             bar.update(1)
             tally.read += 1
             if outcome.status is not None:
