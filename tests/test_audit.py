@@ -201,7 +201,8 @@ def _workspace(tmp_path: Path) -> Path:
     shutil.copytree(REPO / "tickets", workspace / "tickets")
     shutil.copytree(REPO / "tool_mocks", workspace / "tool_mocks")
     (workspace / "reports").mkdir()
-    for path in (REPO / "reports").iterdir():
+    committed_reports = REPO / "reports"
+    for path in committed_reports.iterdir() if committed_reports.is_dir() else ():
         if path.is_file():
             shutil.copy(path, workspace / "reports" / path.name)
     shutil.copy(REPO / ".cirrus-audit-allow", workspace / ".cirrus-audit-allow")
