@@ -69,7 +69,7 @@ def ingest(
     from cirrus.ingest.readers import FORMATS
     from cirrus.ingest.run import IngestOptions, run_ingest
     from cirrus.ingest.tool_schemas import ToolSchemaError
-    from cirrus.llm.providers import EndpointError, resolve_endpoint
+    from cirrus.llm.providers import EndpointError, ModelAuthError, resolve_endpoint
 
     if fmt not in FORMATS:
         _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -92,6 +92,10 @@ def ingest(
             executor=executor, ray_address=ray_address,
         )
         summary = run_ingest(options)
+    except ModelAuthError as exc:
+        _fail(f"{exc}\ningest stopped before it finished; run it again once the key is fixed "
+              "(until then eval refuses this workspace)", code=1)
+        return
     except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError, RayUnavailable) as exc:
         _fail(str(exc))
         return

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.ingest.annotate.llm import LLMAnnotator, MalformedLabels, parse_labels
 from cirrus.ingest.annotate.rules import RuleAnnotator
-from cirrus.llm.providers import Endpoint, EndpointError, resolve_endpoint
+from cirrus.llm.providers import Endpoint, EndpointError, ModelAuthError, resolve_endpoint
+from cirrus.workspace import IN_PROGRESS_FILE
 from tests.fake_openai import FakeOpenAI
 
 ITEMS = [ReplyToLabel("My SMS fail", "Could you share the template code?"),
@@ -111,3 +113,48 @@ def test_ingest_with_llm_annotator_writes_its_labels(tmp_path, rules, pipeline_c
     assert summary.manifest["reply_types"] == {"Clarify": 1, "Solution": 1}
     written = "".join(p.read_text() for p in (tmp_path / "ws").rglob("*") if p.is_file())
     assert "sk-test-not-a-real-key" not in written
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_stops_annotation_naming_the_variable_without_retrying(rules, status):
+    with FakeOpenAI([status, '{"labels": ["Inquire", "Standard"]}']) as server:
+        annotator = _annotator(server, rules)
+        with pytest.raises(ModelAuthError) as caught:
+            annotator.label(ITEMS)
+    message = str(caught.value)
+    assert f"HTTP {status}" in message and "CIRRUS_TEST_KEY" in message and "--annotator-api-key-env" in message
+    assert "sk-test-not-a-real-key" not in message
+    assert len(server.requests) == 1 and annotator.fallbacks == 0
+    # it crosses the process pool's pipe intact
+    assert str(pickle.loads(pickle.dumps(caught.value))) == message
+
+
+def test_ingest_stops_at_a_refused_annotator_key_and_keeps_the_previous_tasks(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps({"ticket_id": f"A-{i}", "events": [
+        {"role": "customer", "text": f"Mailbox {i} is full"},
+        {"role": "agent", "text": "Which mailbox is it?"},
+        {"role": "customer", "text": "the sales one"},
+        {"role": "agent", "text": "I doubled its quota."}]}) + "\n" for i in range(12)))
+    workspace = tmp_path / "ws"
+    tasks = workspace / "tickets" / "tasks.jsonl"
+    tasks.parent.mkdir(parents=True)
+    tasks.write_text('{"previous": true}\n')
+    with FakeOpenAI([401] * 50) as server:
+        result = CliRunner().invoke(app, [
+            "ingest", str(raw), "--workspace", str(workspace), "--jobs", "2", "--quiet",
+            "--annotator-model", "annot", "--annotator-base-url", server.base_url,
+            "--annotator-api-key-env", "CIRRUS_TEST_KEY"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, result.output
+    assert "HTTP 401" in output and "CIRRUS_TEST_KEY" in output and "ingest stopped" in output
+    assert "sk-test-not-a-real-key" not in output
+    # no retry storm: each worker asks at most once per chunk it had started (2 workers, 4 chunks in flight)
+    assert 1 <= len(server.requests) <= 4
+    assert tasks.read_text() == '{"previous": true}\n'  # not replaced by a partial file
+    assert (workspace / IN_PROGRESS_FILE).exists()  # eval refuses the half-ingested workspace
+    assert not list(workspace.rglob(".*.tmp"))

@@ -18,6 +18,8 @@ ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install '
 
 @pytest.fixture(scope="module")
 def local_ray():
+    # a test-only fake key the workers inherit (the annotator tests use it)
+    os.environ["CIRRUS_TEST_KEY"] = "sk-test-not-a-real-key-0000000000"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
@@ -94,3 +96,38 @@ def test_unknown_executor_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["ingest", str(SAMPLE_RAW), "-w", str(tmp_path), "--executor", "spark"])
     assert result.exit_code == 2
     assert "--executor" in result.output
+
+
+def _annotated(tmp_path: Path, pipeline_config, base_url: str, key_env: str):
+    from cirrus.ingest.pipeline import AnnotatorSpec
+    from cirrus.ingest.run import IngestOptions
+    from cirrus.llm.providers import Endpoint
+
+    return IngestOptions(raw_path=SAMPLE_RAW, workspace=tmp_path / "ws", pipeline=pipeline_config, jobs=2,
+                         executor="ray", progress=False, annotator=AnnotatorSpec(Endpoint("annot", base_url, key_env)))
+
+
+def test_a_refused_annotator_key_stops_the_ray_run_with_the_same_error(tmp_path, local_ray, pipeline_config):
+    from cirrus.ingest.run import run_ingest
+    from cirrus.llm.providers import ModelAuthError
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI([401] * 100) as server:
+        with pytest.raises(ModelAuthError, match="HTTP 401.*CIRRUS_TEST_KEY"):
+            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_TEST_KEY"))
+    # a worker stops its batch at the first refusal: one request per batch at most, no retries
+    assert 1 <= len(server.requests) <= len(list(SAMPLE_RAW.rglob("*.json*")))
+    assert not (tmp_path / "ws" / "tickets" / "tasks.jsonl").exists()
+
+
+def test_a_key_the_ray_workers_lack_stops_the_run_and_says_where_it_is_missing(tmp_path, local_ray,
+                                                                                pipeline_config, monkeypatch):
+    from cirrus.ingest.run import run_ingest
+    from cirrus.llm.providers import EndpointError
+    from tests.fake_openai import FakeOpenAI
+
+    monkeypatch.setenv("CIRRUS_KEY_ONLY_ON_THE_DRIVER", "sk-test-driver-only-000000000")  # after ray.init
+    with FakeOpenAI() as server:
+        with pytest.raises(EndpointError, match="CIRRUS_KEY_ONLY_ON_THE_DRIVER.*Ray workers"):
+            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_KEY_ONLY_ON_THE_DRIVER"))
+    assert server.requests == []

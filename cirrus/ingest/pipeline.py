@@ -29,7 +29,7 @@ from cirrus.ingest.denoise import Denoiser
 from cirrus.ingest.knowledge import KnowledgeBase, select_knowledge
 from cirrus.ingest.tasks import Dialogue, build_task
 from cirrus.ingest.tool_schemas import infer_tool_schemas, merge_schemas
-from cirrus.llm.providers import Endpoint, shown_url
+from cirrus.llm.providers import Endpoint, EndpointError, shown_url
 from cirrus.schema import KnowledgeDoc, Quarantined, SourceRef, Ticket
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
@@ -166,6 +166,8 @@ def mark_duplicates(outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
 def _safe(processor: Callable[[Ticket], Processed | Skipped], ticket: Ticket) -> Processed | Skipped | Quarantined:
     try:
         return processor(ticket)
+    except EndpointError:  # a refused or missing key: every ticket would fail the same way, stop the run
+        raise
     except Exception as exc:  # one bad ticket must not stop the run, nor leak its text
         return Quarantined(ticket.origin, f"processing failed ({type(exc).__name__})", ticket.ticket_id)
 

@@ -24,6 +24,7 @@ from typing import Any
 from cirrus.ingest.pipeline import LazyProcessor, Outcome, ProcessorFactory, settle
 from cirrus.ingest.readers import read_record
 from cirrus.ingest.readers.files import iter_files, read_file_records
+from cirrus.llm.providers import EndpointError, ModelAuthError
 
 # Readers wait on disk; leave most of each CPU to the engines.
 _READ_CPUS = 0.25
@@ -63,7 +64,15 @@ class _SettleBatch:
         self.statuses = statuses
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
-        outcomes = (settle(self.processor, pickle.loads(blob), self.statuses) for blob in batch["item"])
+        outcomes: list[Outcome | EndpointError] = []
+        for blob in batch["item"]:
+            try:
+                outcomes.append(settle(self.processor, pickle.loads(blob), self.statuses))
+            except EndpointError as exc:
+                # handed to the driver as a value, which raises it: an error
+                # raised here would come back wrapped in Ray's own types
+                outcomes.append(exc)
+                break
         return {"outcome": [pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in outcomes]}
 
 
@@ -102,7 +111,13 @@ def ray_outcomes(raw_path: Path, fmt: str, factory: ProcessorFactory, statuses: 
                          batch_size=_BATCH, batch_format="numpy", num_cpus=_SETTLE_CPUS, concurrency=actors)
         )
         for row in dataset.iter_rows():
-            yield pickle.loads(row["outcome"])
+            outcome = pickle.loads(row["outcome"])
+            if isinstance(outcome, ModelAuthError):
+                raise outcome
+            if isinstance(outcome, EndpointError):  # a key this shell has but the workers lack
+                raise EndpointError(f"{outcome} in the environment of the Ray workers (a Ray that cirrus "
+                                    "starts inherits this shell's; a cluster's workers need it set there)")
+            yield outcome
     finally:
         if started_here:
             ray.shutdown()

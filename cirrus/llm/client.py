@@ -79,19 +79,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from cirrus.evaluate.types import InfrastructureError
 from cirrus.ingest.cassettes import canonical_json
 from cirrus.llm.cache import ResponseCache
-from cirrus.llm.providers import Endpoint, EndpointError, resolve_endpoint, shown_url
+from cirrus.llm.providers import Endpoint, ModelAuthError, resolve_endpoint, shown_url
 
 T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every status >= 500
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-
-
-class ModelAuthError(EndpointError):
-    """The endpoint refused the API key (HTTP 401/403).  Not retried, and not
-    an :class:`InfrastructureError`: every other call would fail the same
-    way, so a run should stop."""
 
 
 class UnparseableOutput(ValueError):

@@ -40,6 +40,12 @@ class EndpointError(RuntimeError):
     pass
 
 
+class ModelAuthError(EndpointError):
+    """The endpoint refused the API key (HTTP 401/403).  Not retried, and not
+    an infrastructure error of one call: every other call would fail the same
+    way, so a run (eval or ingest) stops."""
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """A model at a base URL, with the name of the variable holding its key.

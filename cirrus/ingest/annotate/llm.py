@@ -4,6 +4,8 @@ One request per ticket labels all its checkpoints.  The answer must be JSON
 (``{"labels": [...]}``, one known type per checkpoint); anything else is
 retried, and a ticket whose answers stay malformed falls back to the rule
 annotator (counted in the manifest), so one bad answer never stops ingest.
+A refused API key (401/403) is different: every ticket would fail the same
+way, so it stops ingest with :class:`ModelAuthError` instead.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import get_args
 from openai import (
     APIConnectionError,
     APITimeoutError,
+    AuthenticationError,
     BadRequestError,
     InternalServerError,
     OpenAI,
+    PermissionDeniedError,
     RateLimitError,
     UnprocessableEntityError,
 )
@@ -26,7 +30,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.ingest.annotate.rules import RuleAnnotator
-from cirrus.llm.providers import Endpoint
+from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
 from cirrus.schema import ReplyType
 
 SYSTEM_PROMPT = """You label the replies of a cloud-service support agent for a benchmark.
@@ -115,6 +119,17 @@ class LLMAnnotator:
         )(self._ask)
         try:
             return ask(items)
+        except (AuthenticationError, PermissionDeniedError) as exc:
+            raise self._auth_error(exc.status_code) from None
         except (MalformedLabels, *_TRANSIENT, *_REFUSED_REQUEST):
             self.fallbacks += 1
             return self.fallback.label(items)
+
+    def _auth_error(self, status: int) -> ModelAuthError:
+        where = f"annotator model {self.endpoint.model!r} at {shown_url(self.endpoint.base_url)}"
+        if self.endpoint.api_key_env:
+            advice = (f"check the API key in the environment variable {self.endpoint.api_key_env} "
+                      "(or choose another variable with --annotator-api-key-env)")
+        else:
+            advice = "the endpoint needs an API key: name its environment variable with --annotator-api-key-env"
+        return ModelAuthError(f"{where} refused the request (HTTP {status}, not retried): {advice}")
