@@ -158,7 +158,8 @@ def eval_(
     import time
 
     from cirrus.evaluate.roles import RoleError, RoleOptions, build_roles
-    from cirrus.evaluate.runner import EvalSettings, TaskFileError, load_tasks, run_eval
+    from cirrus.evaluate.runner import EvalSettings, run_eval
+    from cirrus.evaluate.tasks import TaskFileError, TaskIndex
     from cirrus.evaluate.store import RunMismatch
     from cirrus.llm.providers import EndpointError
 
@@ -190,17 +191,17 @@ def eval_(
     fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
 
     async def main() -> dict:
-        roles = build_roles(agent, judge, fluency, tasks, workspace)
+        roles = build_roles(agent, judge, fluency, index, workspace)
         try:
             settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
                                     concurrency=concurrency, limit=limit, progress=not quiet,
                                     fingerprint_extra=roles.fingerprint, details_extra=roles.details)
-            return await run_eval(settings, roles.agent, roles.judge, roles.fluency)
+            return await run_eval(settings, roles.agent, roles.judge, roles.fluency, index)
         finally:
             await roles.aclose()
 
     try:
-        tasks = load_tasks(workspace, limit)
+        index = TaskIndex.scan(workspace, limit)
         summary = asyncio.run(main())
     except (TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))

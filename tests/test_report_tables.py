@@ -15,7 +15,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cirrus.evaluate.runner import dataset_hash, summarize
+from cirrus.evaluate.runner import summarize
+from cirrus.evaluate.tasks import dataset_hash
 from cirrus.evaluate.store import CHECKPOINT_SCHEMA, TASK_SCHEMA
 from cirrus.metrics import AttemptRow, dataset_metrics
 from cirrus.report import schema as report_schema

@@ -230,7 +230,7 @@ def test_oracle_scores_one_and_retrieval_runs_on_the_sample_workspace(sample_wor
     oracle = asyncio.run(run_eval(_settings(sample_workspace, run_id="oracle"), OracleAgent(),
                                   LocalCoverageJudge(), LocalFluencyChecker()))
     assert oracle["atpr"] == 1.0 and oracle["sr"]["pass@1"] == 1.0 and oracle["errors"] == 0
-    from cirrus.evaluate.runner import load_tasks
+    from cirrus.evaluate.tasks import load_tasks
 
     retrieval = asyncio.run(run_eval(_settings(sample_workspace, run_id="retrieval"),
                                      RetrievalAgent(load_tasks(sample_workspace)), LocalCoverageJudge(),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import bm25s
@@ -71,7 +72,7 @@ class RetrievalAgent:
     name = "baseline:retrieval"
     offline = True
 
-    def __init__(self, tasks: list[dict[str, Any]]) -> None:
+    def __init__(self, tasks: Iterable[dict[str, Any]]) -> None:
         self._owners: list[str] = []
         self._replies: list[str] = []
         queries: list[str] = []

@@ -301,7 +301,7 @@ class SourceRun:
 
 
 def load_source(workspace: Path, run_id: str) -> SourceRun:
-    from cirrus.evaluate.runner import dataset_hash, load_tasks
+    from cirrus.evaluate.tasks import dataset_hash, load_tasks
     from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
 
     if not _RUN_ID.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
@@ -529,7 +529,7 @@ def rescore(
 ) -> None:
     """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
     from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
-    from cirrus.evaluate.runner import TaskFileError
+    from cirrus.evaluate.tasks import TaskFileError
     from cirrus.evaluate.store import RunMismatch
     from cirrus.llm.providers import EndpointError
     from cirrus.settings import SettingsError, load_settings

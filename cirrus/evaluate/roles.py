@@ -11,6 +11,7 @@ fluency model to the judge model.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,8 @@ def _fingerprint(part: Any) -> Any:
 
 
 def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
-                tasks: list[dict[str, Any]], workspace: Path) -> Roles:
+                tasks: Iterable[dict[str, Any]], workspace: Path) -> Roles:
+    """``tasks`` is read only by the retrieval baseline (its reply index)."""
     is_baseline = agent.model.startswith("baseline:")
     if is_baseline and agent.model not in BASELINES:
         raise RoleError(f"unknown baseline {agent.model!r}; choose one of {', '.join(BASELINES)}")

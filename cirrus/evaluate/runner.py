@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
-import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,50 +15,12 @@ from tqdm import tqdm
 
 from cirrus import __version__
 from cirrus.evaluate.store import RunStore
+from cirrus.evaluate.tasks import TaskIndex, TaskRef
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker, InfrastructureError
 from cirrus.evaluate.walk import WalkResult, walk
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
-from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
-
-
-class TaskFileError(ValueError):
-    pass
-
-
-def load_tasks(workspace: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order."""
-    path = workspace / TASKS_FILE
-    if (workspace / IN_PROGRESS_FILE).exists():
-        raise TaskFileError(
-            f"an ingest into {workspace} is running or was interrupted ({IN_PROGRESS_FILE} exists), so its tasks "
-            f"and cassettes may not match: wait for it, or run `cirrus ingest` again to completion"
-        )
-    if not path.exists():
-        raise TaskFileError(f"{path} does not exist: run `cirrus ingest RAW --workspace {workspace}` first")
-    tasks = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                task = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TaskFileError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(task, dict) or not task.get("checkpoints"):
-                raise TaskFileError(f"{path}:{number}: not a task (no checkpoints)")
-            tasks.append(task)
-            if limit is not None and len(tasks) >= limit:
-                break
-    return tasks
-
-
-def dataset_hash(tasks: list[dict[str, Any]]) -> str:
-    digest = hashlib.sha256()
-    for task in tasks:
-        digest.update(json.dumps(task, sort_keys=True, ensure_ascii=False).encode())
-    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -122,65 +83,71 @@ def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, A
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
 
 
-async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker) -> dict[str, Any]:
-    tasks = load_tasks(settings.workspace, settings.limit)
+async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
+                   index: TaskIndex | None = None) -> dict[str, Any]:
+    """Walk every (task, attempt) of ``index`` (default: the workspace's
+    tasks) not yet in the run store.  Tasks are read from the file when their
+    attempt starts, so memory grows with ``concurrency``, not with the task
+    count."""
+    index = index or TaskIndex.scan(settings.workspace, settings.limit)
     attempts = max(settings.pass_k, settings.runs)
     store = RunStore(settings.workspace / "reports" / settings.run_id)
     fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
-                   "dataset": dataset_hash(tasks), "cirrus": __version__, **settings.fingerprint_extra}
+                   "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra}
     store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
-        timespec="seconds"), "tasks": len(tasks), **settings.details_extra})
+        timespec="seconds"), "tasks": len(index), **settings.details_extra})
     done = {key for key, row in store.committed().items() if row["status"] == "ok"}
-    todo = [(t, a) for t in tasks for a in range(attempts) if (t["task_id"], a) not in done]
+    todo = [(ref, a) for ref in index.refs for a in range(attempts) if (ref.task_id, a) not in done]
     # Longest walks first: a long task started last would run alone at the
     # end (measured: efficiency 0.72 -> 0.82 at concurrency 64; see
     # benchmarks/README.md).  Outputs are sorted, so the order changes nothing else.
-    todo.sort(key=lambda pair: (len(pair[0]["checkpoints"]), pair[0].get("stats", {}).get("input_tokens", 0)),
-              reverse=True)
-    semaphore = asyncio.Semaphore(max(1, settings.concurrency))
+    todo.sort(key=lambda pair: (pair[0].checkpoints, pair[0].input_tokens), reverse=True)
     bar = tqdm(total=len(todo), desc=f"eval {settings.run_id}", unit="attempt", disable=not settings.progress,
                dynamic_ncols=True)
     tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
 
-    stopping = asyncio.Event()
+    async def one(ref: TaskRef, attempt: int) -> None:
+        task = index.load(ref)
+        result, error = None, None
+        try:
+            with ToolReplayer.for_task(settings.workspace, task) as replayer:
+                result = await walk(task, agent, judge, fluency, replayer, attempt)
+        except EndpointError:
+            raise  # a missing or refused key: every attempt would fail the same way
+        except InfrastructureError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
+            error = f"{type(exc).__name__}: {exc}"
+        row = attempt_row(task, attempt, result, error)
+        store.append(row, attempt_transcript(task, attempt, result, error))
+        if result is None:
+            tally["errors"] += 1
+        else:
+            tally["ok"] += 1
+            tally["tpr_sum"] += row["tpr"]
+        bar.update(1)
+        bar.set_postfix(errors=tally["errors"], atpr=f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}", refresh=False)
 
-    async def one(task: dict[str, Any], attempt: int) -> None:
-        async with semaphore:
-            if stopping.is_set():
-                return
-            result, error = None, None
-            try:
-                with ToolReplayer.for_task(settings.workspace, task) as replayer:
-                    result = await walk(task, agent, judge, fluency, replayer, attempt)
-            except EndpointError:
-                stopping.set()  # a missing or refused key: every attempt would fail the same way
-                raise
-            except InfrastructureError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
-                error = f"{type(exc).__name__}: {exc}"
-            row = attempt_row(task, attempt, result, error)
-            store.append(row, attempt_transcript(task, attempt, result, error))
-            if result is None:
-                tally["errors"] += 1
-            else:
-                tally["ok"] += 1
-                tally["tpr_sum"] += row["tpr"]
-            bar.update(1)
-            bar.set_postfix(errors=tally["errors"], atpr=f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}", refresh=False)
+    queue: Iterator[tuple[TaskRef, int]] = iter(todo)
+
+    async def worker() -> None:
+        # ``concurrency`` workers share one queue: only the attempts in flight
+        # have their task in memory (one coroutine per attempt would hold all)
+        for ref, attempt in queue:
+            await one(ref, attempt)
 
     started = time.perf_counter()
     try:
         async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
-            for task, attempt in todo:
-                group.create_task(one(task, attempt))
+            for _ in range(min(max(1, settings.concurrency), len(todo))):
+                group.create_task(worker())
     except* EndpointError as failures:
         raise failures.exceptions[0] from None
     except* Exception as failures:  # e.g. the run store could not write: report it plainly
         raise failures.exceptions[0] from None
     finally:
         bar.close()
-    keys = {(t["task_id"], a) for t in tasks for a in range(attempts)}
+    keys = {(ref.task_id, a) for ref in index.refs for a in range(attempts)}
     rows = [row for key, row in store.committed().items() if key in keys]
     summary = summarize(rows, agent.name, settings.pass_k, {
         "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,

@@ -390,7 +390,7 @@ def _read_transcripts(run: Run) -> tuple[dict[tuple[str, int], dict[str, Any]], 
 def _load_task_context(workspace: Path) -> dict[str, dict[str, Any]]:
     """``{task_id: task}`` of ``tickets/tasks.jsonl`` (empty when unreadable)."""
     try:
-        from cirrus.evaluate.runner import load_tasks
+        from cirrus.evaluate.tasks import load_tasks
 
         return {str(t.get("task_id")): t for t in load_tasks(workspace)}
     except Exception:  # noqa: BLE001  (the context is a nicety; the report stands without it)

@@ -66,7 +66,7 @@ class TaskMetadata:
         """``dataset`` of a run's fingerprint had it been started now on the
         first ``first`` tasks (all when ``None``)."""
         if first not in self._hashes:
-            from cirrus.evaluate.runner import dataset_hash
+            from cirrus.evaluate.tasks import dataset_hash
 
             self._hashes[first] = dataset_hash(self.raw[:first] if first is not None else self.raw)
         return self._hashes[first]
@@ -135,7 +135,7 @@ def _available(reports: Path) -> list[str]:
 
 def load_task_metadata(workspace: Path) -> TaskMetadata:
     """Read ``tickets/tasks.jsonl`` of ``workspace`` (see :class:`TaskMetadata`)."""
-    from cirrus.evaluate.runner import TaskFileError, load_tasks
+    from cirrus.evaluate.tasks import TaskFileError, load_tasks
 
     try:
         raw = load_tasks(workspace)
