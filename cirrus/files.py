@@ -49,6 +49,16 @@ def disk_full(exc: OSError, path: os.PathLike[str] | str, advice: str = RERUN_AD
     return DiskFullError(path, advice, exc.errno or errno.ENOSPC)
 
 
+def _create_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file: 0666 less the umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_CREATE_MODE = _create_mode()
+
+
 @contextmanager
 def atomic_writer(path: Path, *, binary: bool = False, advice: str = RERUN_ADVICE) -> Iterator[IO[Any]]:
     """Write to a temporary file beside ``path`` and rename it into place on
@@ -59,6 +69,7 @@ def atomic_writer(path: Path, *, binary: bool = False, advice: str = RERUN_ADVIC
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, _CREATE_MODE)  # mkstemp's 0600 would differ from every other file written
         opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         with opened as handle:
             yield handle

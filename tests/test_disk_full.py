@@ -94,6 +94,14 @@ def test_atomic_writer_advice_and_other_errors(tmp_path, monkeypatch):
     assert not isinstance(info.value, DiskFullError) and not list(tmp_path.iterdir())
 
 
+def test_an_atomically_written_file_has_the_mode_a_plain_write_gives(tmp_path):
+    with atomic_writer(tmp_path / "atomic.txt") as out:
+        out.write("x")
+    (tmp_path / "plain.txt").write_text("x")
+    mode = (tmp_path / "atomic.txt").stat().st_mode & 0o777
+    assert mode == (tmp_path / "plain.txt").stat().st_mode & 0o777  # not mkstemp's 0600 (under umask 022)
+
+
 def test_disk_full_error_survives_pickling():
     exc = pickle.loads(pickle.dumps(DiskFullError("/w/reports/r/attempts.jsonl", "free space", errno.EDQUOT)))
     assert isinstance(exc, DiskFullError) and exc.errno == errno.EDQUOT
