@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cirrus import __version__
 from cirrus.audit import register as audit_register
+from cirrus.workspace import REPORTS_DIR
 
 app = typer.Typer(
     help="Cirrus: a replay-based benchmark for LLM customer-service agents, built from support-ticket logs.",
@@ -209,7 +210,7 @@ def eval_(
     except OSError as exc:  # a full disk, a read-only workspace
         _fail(f"could not write the run to {workspace / 'reports' / run_id}: {exc.strerror or exc}", code=1)
         return
-    _print_summary(summary, workspace / "reports" / run_id)
+    _print_summary(summary, workspace / REPORTS_DIR / run_id)
 
 
 def _print_summary(summary: dict, directory: Path) -> None:

@@ -87,6 +87,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cirrus.files import read_jsonl
+from cirrus.workspace import REPORTS_DIR
 
 # the evaluation machinery is imported where it is used, so that importing
 # this module (``cirrus --help``) stays fast
@@ -306,7 +307,7 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
 
     if not _RUN_ID.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
         raise RescoreError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
-    directory = workspace / "reports" / run_id
+    directory = workspace / REPORTS_DIR / run_id
     run_file = directory / RUN_FILE
     if not run_file.is_file():
         raise RescoreError(f"no run {run_id!r} in {workspace / 'reports'}")
@@ -378,7 +379,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     offline_source = set(source.summary.get("offline_heuristics") or [])
     agent_name = source_fp.get("agent") or source.summary.get("model", "?")
     fluency_name = fluency.name if fluency else f"reused:{source_fp.get('fluency', '?')}"
-    store = RunStore(settings.workspace / "reports" / settings.run_id)
+    store = RunStore(settings.workspace / REPORTS_DIR / settings.run_id)
     fingerprint = {
         "agent": agent_name, "judge": judge.name, "fluency": fluency_name, "attempts": source.attempts,
         "dataset": source_fp["dataset"], "cirrus": __version__, "agent_role": source_fp.get("agent_role"),
@@ -577,4 +578,4 @@ def rescore(
     except (RescoreError, TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))
         return
-    _print_rescore(summary, workspace / "reports" / target)
+    _print_rescore(summary, workspace / REPORTS_DIR / target)

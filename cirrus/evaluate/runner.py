@@ -21,6 +21,7 @@ from cirrus.evaluate.walk import WalkResult, walk
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
+from cirrus.workspace import REPORTS_DIR
 
 
 @dataclass
@@ -91,7 +92,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     count."""
     index = index or TaskIndex.scan(settings.workspace, settings.limit)
     attempts = max(settings.pass_k, settings.runs)
-    store = RunStore(settings.workspace / "reports" / settings.run_id)
+    store = RunStore(settings.workspace / REPORTS_DIR / settings.run_id)
     fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
                    "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra}
     store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(

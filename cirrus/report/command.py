@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from cirrus.workspace import REPORTS_DIR
+
 # polars, numpy and the table code are imported when a report is made, so
 # that registering this command keeps `cirrus --help` fast
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ _MAX_DIR_NAME = 120
 def default_out_dir(workspace: Path, run_ids: Sequence[str]) -> Path:
     """``reports/<run_id>/report/`` for one run; ``reports/_compare/<a>+<b>...``
     for several (a long list is shortened to ``<a>+<n>-more-<hash>``)."""
-    reports = workspace / "reports"
+    reports = workspace / REPORTS_DIR
     if len(run_ids) == 1:
         return reports / run_ids[0] / "report"
     name = "+".join(run_ids)

@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from cirrus.evaluate.store import CHECKPOINT_SCHEMA, RUN_FILE, TASK_SCHEMA
-from cirrus.workspace import TASKS_FILE
+from cirrus.workspace import REPORTS_DIR, TASKS_FILE
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -190,7 +190,7 @@ def _run_files(workspace: Path, run_id: str) -> tuple[Path, Path, Path, Path]:
     """The run's folder, tasks.parquet, checkpoints.parquet, summary.json;
     :class:`ReportError` when the run does not exist or has not finished."""
     check_run_id(run_id)
-    reports = workspace / "reports"
+    reports = workspace / REPORTS_DIR
     directory = reports / run_id
     if not directory.is_dir():
         known = _available(reports)

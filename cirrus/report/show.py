@@ -33,9 +33,10 @@ from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from cirrus.files import read_jsonl
-from rich.text import Text
+from cirrus.workspace import REPORTS_DIR
 
 console = Console(stderr=True, soft_wrap=True)
 out = Console()
@@ -76,7 +77,7 @@ def _runs_in(reports: Path) -> list[str]:
 
 
 def load_run_view(workspace: Path, run_id: str) -> RunView:
-    reports = workspace / "reports"
+    reports = workspace / REPORTS_DIR
     directory = reports / run_id
     if "/" in run_id or "\\" in run_id or run_id.startswith(".") or not (directory / RUN_FILE).is_file():
         known = _runs_in(reports)
