@@ -146,7 +146,7 @@ def eval_(
     extra_body: Annotated[Optional[str], typer.Option(help="Extra JSON body fields for the agent's requests, e.g. '{\"enable_thinking\": false}'.")] = None,
     pass_k: Annotated[int, typer.Option("--pass-k", min=1, help="K of pass@K and pass^K.")] = 1,
     runs: Annotated[int, typer.Option(min=1, help="Attempts per task (at least --pass-k).")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once; one process is fastest at up to ~256 (benchmarks/README.md).")] = 8,
+    concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once; one process is fastest at ~128-256 (benchmarks/README.md).")] = 8,
     run_id: Annotated[Optional[str], typer.Option(help="Name of reports/<run_id>/; the same id resumes a run.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks of tickets/tasks.jsonl.")] = None,
     workspace: WorkspaceOpt = Path("."),
