@@ -41,6 +41,11 @@ _YAJL_FIRST_LINE = re.compile(r"(?:lexical|parse) error: [^\n]{1,80}")
 # string per open level, so memory grows with the square of the depth (a
 # 200 kB file of brackets takes gigabytes); json.loads stops near 1000 levels.
 MAX_DEPTH = 512
+# Bytes handed to the parser per read.  yajl's time on a string that spans
+# many reads grows with (string length)^2 / read size for non-ASCII text: a
+# 1M-character string takes 0.45 s at ijson's default 64 KiB, 0.01 s at 4 MiB
+# (benchmarks/README.md, "Long strings in .json files").
+READ_SIZE = 4 << 20
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 _BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
 
@@ -148,13 +153,13 @@ def _read_json(file: Path, source: str) -> Iterator[RawRecord]:
             is_list = first == b"["
             stream = _DepthGuard(stream)
             if not is_list:
-                values = _ijson.items(stream, "", use_float=True)
+                values = _ijson.items(stream, "", use_float=True, buf_size=READ_SIZE)
                 payload = next(values)
                 for _ in values:  # raises on trailing content
                     pass
                 yield RawRecord(SourceRef(source), payload=payload)
                 return
-            for item, payload in enumerate(_ijson.items(stream, "item", use_float=True), start=1):
+            for item, payload in enumerate(_ijson.items(stream, "item", use_float=True, buf_size=READ_SIZE), start=1):
                 yield RawRecord(SourceRef(source, item=item), payload=payload)
     except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError, *_READ_ERRORS) as exc:
         origin = SourceRef(source, item=item + 1) if is_list else SourceRef(source)
