@@ -76,10 +76,13 @@ def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | 
             "turns": turns}
 
 
+# what the dataset metrics read of an attempt row
+SUMMARY_FIELDS = ("task_id", "attempt", "status", "covered", "checkpoints", "accepted_turns", "tpr", "lj", "nei",
+                  "mtl", "success")
+
+
 def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
-    fields = ("task_id", "attempt", "status", "covered", "checkpoints", "accepted_turns", "tpr", "lj", "nei", "mtl",
-              "success")
-    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in fields}) for r in rows], k)
+    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in SUMMARY_FIELDS}) for r in rows], k)
     return {"model": model, **metrics.summary(), "attempts": len(rows), "k": k, "cirrus_version": __version__,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
 
@@ -97,7 +100,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
                    "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra}
     store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
         timespec="seconds"), "tasks": len(index), **settings.details_extra})
-    done = {key for key, row in store.committed().items() if row["status"] == "ok"}
+    done = {(row["task_id"], row["attempt"]) for row in store.latest_rows() if row["status"] == "ok"}
     todo = [(ref, a) for ref in index.refs for a in range(attempts) if (ref.task_id, a) not in done]
     # Longest walks first: a long task started last would run alone at the
     # end (measured: efficiency 0.72 -> 0.82 at concurrency 64; see
@@ -149,7 +152,8 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     finally:
         bar.close()
     keys = {(ref.task_id, a) for ref in index.refs for a in range(attempts)}
-    rows = [row for key, row in store.committed().items() if key in keys]
+    rows = [{f: row[f] for f in SUMMARY_FIELDS} for row in store.latest_rows()
+            if (row["task_id"], row["attempt"]) in keys]
     summary = summarize(rows, agent.name, settings.pass_k, {
         "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,
         "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,22 @@ class RunStore:
             json.dump({"fingerprint": fingerprint, **details}, out, indent=2, ensure_ascii=False)
 
     def committed(self) -> dict[tuple[str, int], dict[str, Any]]:
-        """The last committed row of each (task, attempt)."""
+        """The last committed row of each (task, attempt), all in memory."""
         return {(row["task_id"], row["attempt"]): row for row in read_jsonl(self.directory / ATTEMPTS_FILE)}
+
+    def latest_rows(self, latest: dict[tuple[str, int], int] | None = None) -> Iterator[dict[str, Any]]:
+        """The last committed row of each (task, attempt), in (task, attempt)
+        order, read one at a time: a run of tens of thousands of attempts
+        need not hold its rows (~6 KiB each as Python objects) at once.
+        ``latest``: the attempt lines' offsets, when the caller has them."""
+        attempts = self.directory / ATTEMPTS_FILE
+        latest = _latest_lines(attempts) if latest is None else latest
+        if not latest:
+            return
+        with attempts.open("rb") as handle:
+            for key in sorted(latest):
+                handle.seek(latest[key])
+                yield json.loads(handle.readline())
 
     # -- appending ----------------------------------------------------------------
 
@@ -128,26 +143,42 @@ class RunStore:
     # -- outputs --------------------------------------------------------------------
 
     def finalize(self, summary: dict[str, Any]) -> None:
-        rows = list(self.committed().values())
-        rows.sort(key=lambda r: (r["task_id"], r["attempt"]))
-        task_rows = [{k: r.get(k) for k in TASK_SCHEMA} for r in rows]
-        checkpoint_rows = [
-            {**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": r["task_id"], "attempt": r["attempt"]}
-            for r in rows for c in r.get("turns", [])
-        ]
-        for name, frame in (("tasks.parquet", pl.DataFrame(task_rows, schema=TASK_SCHEMA)),
-                            ("checkpoints.parquet", pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA))):
+        committed = _latest_lines(self.directory / ATTEMPTS_FILE)
+        tasks, checkpoints = self._frames(committed)
+        for name, frame in (("tasks.parquet", tasks), ("checkpoints.parquet", checkpoints)):
             buffer = io.BytesIO()  # small; written whole, so a full disk leaves the old file
             frame.write_parquet(buffer)
             with atomic_writer(self.directory / name, binary=True, advice=DISK_FULL_ADVICE) as out:
                 out.write(buffer.getbuffer())
-        keys = {(r["task_id"], r["attempt"]) for r in rows}
         transcripts = self.directory / TRANSCRIPTS_FILE
         latest = _latest_lines(transcripts)
         with transcripts.open("rb") as source, atomic_writer(transcripts, binary=True, advice=DISK_FULL_ADVICE) as out:
-            for key in sorted(k for k in latest if k in keys):
+            for key in sorted(k for k in latest if k in committed):
                 source.seek(latest[key])
                 out.write(source.readline())
         with atomic_writer(self.directory / "summary.json", advice=DISK_FULL_ADVICE) as out:
             json.dump(summary, out, indent=2, ensure_ascii=False)
             out.write("\n")
+
+    def _frames(self, committed: dict[tuple[str, int], int], batch: int = 2_000) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The committed rows as the two tables, built ``batch`` attempts at a
+        time: columns are far smaller than the rows as Python objects."""
+        task_frames: list[pl.DataFrame] = []
+        checkpoint_frames: list[pl.DataFrame] = []
+        task_rows: list[dict[str, Any]] = []
+        checkpoint_rows: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            task_frames.append(pl.DataFrame(task_rows, schema=TASK_SCHEMA))
+            checkpoint_frames.append(pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA))
+            task_rows.clear()
+            checkpoint_rows.clear()
+
+        for row in self.latest_rows(committed):
+            task_rows.append({k: row.get(k) for k in TASK_SCHEMA})
+            checkpoint_rows.extend({**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": row["task_id"],
+                                    "attempt": row["attempt"]} for c in row.get("turns", []))
+            if len(task_rows) >= batch:
+                flush()
+        flush()
+        return pl.concat(task_frames, rechunk=True), pl.concat(checkpoint_frames, rechunk=True)
