@@ -244,7 +244,8 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
                                         "has_tool_calls")
     tasks = (tasks.join(meta, on="task_id", how="left")
              .with_columns(pl.coalesce("category", "task_category").alias("category"), pl.lit(run_id).alias("run_id"))
-             .drop("task_category"))
+             .drop("task_category")
+             .sort("task_id", "attempt"))  # a join does not keep row order
     reference = (metadata.reference.lazy()
                  .join(run_task_ids.to_frame().lazy(), on="task_id", how="semi"))
     status = tasks.select("task_id", "attempt", "status")
@@ -253,7 +254,8 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
                    .join(reference.select("task_id", "checkpoint", "ref_tool_calls"), on=["task_id", "checkpoint"],
                          how="left")
                    .with_columns(pl.lit(run_id).alias("run_id"),
-                                 (pl.col("ref_tool_calls") > 0).alias("ref_has_tool_calls")))
+                                 (pl.col("ref_tool_calls") > 0).alias("ref_has_tool_calls"))
+                   .sort("task_id", "attempt", "checkpoint"))
     return Run(run_id=run_id, directory=directory, summary=summary, config=config, tasks=tasks,
                checkpoints=checkpoints, reference=reference, warnings=tuple(warnings))
 
