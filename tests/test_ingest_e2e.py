@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,35 @@ def test_cli_ingest_reports_and_exit_codes(tmp_path):
     assert runner.invoke(app, ["ingest", str(tmp_path / "missing")]).exit_code == 2
     result = runner.invoke(app, ["ingest", str(bad), "--pipeline", str(tmp_path / "nope.toml")])
     assert result.exit_code == 2 and "nope.toml" in result.output
+
+
+def test_the_committed_sample_workspace_is_what_ingest_writes_byte_for_byte(tmp_path, pipeline_config):
+    """The README's main job re-ingests tickets/raw into the repository: a
+    clone stays clean (same tasks, cassettes and manifest, its creation time
+    kept because nothing else changed)."""
+    from tests.conftest import REPO
+
+    workspace = tmp_path / "ws"
+    for folder in ("tickets", "tool_mocks"):
+        shutil.copytree(REPO / folder, workspace / folder)
+    committed = {p.relative_to(workspace): p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+    _ingest(workspace / "tickets/raw", workspace, pipeline_config, kb_dir=workspace / "tickets/kb", jobs=2)
+    written = {p.relative_to(workspace): p.read_bytes() for p in workspace.rglob("*") if p.is_file()}
+    assert sorted(map(str, written)) == sorted(map(str, committed))
+    changed = sorted(str(path) for path in written if written[path] != committed[path])
+    assert changed == [], f"re-run `cirrus ingest tickets/raw --kb tickets/kb` and commit: {changed}"
+
+
+def test_a_changed_ingest_gets_a_new_creation_time(tmp_path, pipeline_config):
+    raw = tmp_path / "raw.jsonl"
+    ticket = {"ticket_id": "A-1", "events": [{"role": "customer", "text": "My mailbox is full"},
+                                             {"role": "agent", "text": "I doubled its quota."}]}
+    raw.write_text(json.dumps(ticket) + "\n")
+    workspace = tmp_path / "ws"
+    _ingest(raw, workspace, pipeline_config)
+    manifest_path = workspace / "tickets/manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "created_at": "2020-01-01T00:00:00+00:00"}))
+    assert _ingest(raw, workspace, pipeline_config)["created_at"] == "2020-01-01T00:00:00+00:00"
+    raw.write_text(json.dumps(ticket) + "\n" + json.dumps({**ticket, "ticket_id": "A-2"}) + "\n")
+    assert _ingest(raw, workspace, pipeline_config)["created_at"] != "2020-01-01T00:00:00+00:00"

@@ -171,6 +171,20 @@ def _outcomes(options: IngestOptions, factory: ProcessorFactory) -> Iterator[Out
     return local_outcomes(read_tickets(options.raw_path, options.fmt), factory, options.statuses, options.jobs)
 
 
+def _keep_creation_time(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``manifest`` with the previous manifest's ``created_at`` when nothing
+    else changed: ingesting the same input again leaves the workspace
+    byte-identical (a committed sample workspace stays clean)."""
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return manifest
+    if not isinstance(previous, dict) or "created_at" not in previous:
+        return manifest
+    unchanged = {**previous, "created_at": None} == {**manifest, "created_at": None}
+    return {**manifest, "created_at": previous["created_at"]} if unchanged else manifest
+
+
 def run_ingest(options: IngestOptions) -> IngestSummary:
     if not options.raw_path.exists():
         raise FileNotFoundError(f"raw input {options.raw_path} does not exist")
@@ -217,7 +231,7 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     for stale in mocks.glob("*.yaml"):
         if stale.name not in written_cassettes:
             stale.unlink()
-    manifest = _manifest(options, tally)
+    manifest = _keep_creation_time(_manifest(options, tally), workspace / MANIFEST_FILE)
     with atomic_writer(workspace / MANIFEST_FILE) as out:
         json.dump(manifest, out, indent=2, ensure_ascii=False)
         out.write("\n")
