@@ -3,7 +3,7 @@
 Parquet tables built from a finished run's ``attempts.jsonl``.
 
 ``streamed`` is what ``cirrus eval`` does (``RunStore.latest_rows`` and
-``RunStore._frames``: rows read one at a time, tables built in batches of
+``RunStore.tables``: rows read one at a time, tables built in batches of
 columns); ``in-memory`` re-creates what it did before (every committed row
 loaded, twice, then the tables built from lists of dicts), for comparison.
 Each mode runs in its own process; the figure is that process's peak RSS
@@ -41,7 +41,7 @@ def measure(mode: str, run: Path) -> None:
                                    schema=CHECKPOINT_SCHEMA)
     else:
         summary_rows = [{f: r[f] for f in SUMMARY_FIELDS} for r in store.latest_rows()]
-        tasks, checkpoints = store._frames(_latest_lines(run / ATTEMPTS_FILE))
+        tasks, checkpoints = store.tables(_latest_lines(run / ATTEMPTS_FILE))
     print(f"| {mode} | {len(summary_rows):,} | {checkpoints.height:,} | {_peak_mib() - base:.0f} |")
 
 

@@ -93,7 +93,8 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     tasks) not yet in the run store.  Tasks are read from the file when their
     attempt starts, so memory grows with ``concurrency``, not with the task
     count."""
-    index = index or TaskIndex.scan(settings.workspace, settings.limit)
+    if index is None:
+        index = TaskIndex.scan(settings.workspace, settings.limit)
     attempts = max(settings.pass_k, settings.runs)
     store = RunStore(settings.workspace / REPORTS_DIR / settings.run_id)
     fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,

@@ -144,7 +144,7 @@ class RunStore:
 
     def finalize(self, summary: dict[str, Any]) -> None:
         committed = _latest_lines(self.directory / ATTEMPTS_FILE)
-        tasks, checkpoints = self._frames(committed)
+        tasks, checkpoints = self.tables(committed)
         for name, frame in (("tasks.parquet", tasks), ("checkpoints.parquet", checkpoints)):
             buffer = io.BytesIO()  # small; written whole, so a full disk leaves the old file
             frame.write_parquet(buffer)
@@ -160,9 +160,12 @@ class RunStore:
             json.dump(summary, out, indent=2, ensure_ascii=False)
             out.write("\n")
 
-    def _frames(self, committed: dict[tuple[str, int], int], batch: int = 2_000) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The committed rows as the two tables, built ``batch`` attempts at a
-        time: columns are far smaller than the rows as Python objects."""
+    def tables(self, committed: dict[tuple[str, int], int] | None = None,
+               batch: int = 2_000) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The committed rows as ``tasks.parquet``'s and ``checkpoints.parquet``'s
+        tables, built ``batch`` attempts at a time: columns are far smaller
+        than the rows as Python objects.  ``committed``: as for
+        :meth:`latest_rows`."""
         task_frames: list[pl.DataFrame] = []
         checkpoint_frames: list[pl.DataFrame] = []
         task_rows: list[dict[str, Any]] = []
