@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from cirrus.evaluate.runner import SUMMARY_FIELDS
-from cirrus.evaluate.store import ATTEMPTS_FILE, CHECKPOINT_SCHEMA, TASK_SCHEMA, RunStore, _latest_lines
+from cirrus.evaluate.store import CHECKPOINT_SCHEMA, TASK_SCHEMA, RunStore
 
 
 def _peak_mib() -> float:
@@ -41,7 +41,7 @@ def measure(mode: str, run: Path) -> None:
                                    schema=CHECKPOINT_SCHEMA)
     else:
         summary_rows = [{f: r[f] for f in SUMMARY_FIELDS} for r in store.latest_rows()]
-        tasks, checkpoints = store.tables(_latest_lines(run / ATTEMPTS_FILE))
+        tasks, checkpoints = store.tables()
     print(f"| {mode} | {len(summary_rows):,} | {checkpoints.height:,} | {_peak_mib() - base:.0f} |")
 
 

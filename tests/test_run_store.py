@@ -8,7 +8,7 @@ import json
 
 import polars as pl
 
-from cirrus.evaluate.store import ATTEMPTS_FILE, RunStore, _latest_lines
+from cirrus.evaluate.store import ATTEMPTS_FILE, RunStore
 
 
 def _row(task_id: str, attempt: int, status: str = "ok", turns: int = 2) -> dict:
@@ -40,9 +40,8 @@ def test_tables_built_in_small_batches_equal_one_batch(tmp_path):
     for i in range(7):
         row = _row(f"T-{i % 3}", i // 3, "error" if i == 4 else "ok", turns=1 + i % 4)
         store.append(row, {"task_id": row["task_id"], "attempt": row["attempt"]})
-    committed = _latest_lines(tmp_path / ATTEMPTS_FILE)
-    tasks_small, checkpoints_small = store.tables(committed, batch=2)
-    tasks_whole, checkpoints_whole = store.tables(committed, batch=1000)
+    tasks_small, checkpoints_small = store.tables(batch=2)
+    tasks_whole, checkpoints_whole = store.tables(batch=1000)
     assert tasks_small.equals(tasks_whole) and checkpoints_small.equals(checkpoints_whole)
     assert tasks_small.height == 7 and checkpoints_small.height == sum(1 + i % 4 for i in range(7) if i != 4)
     assert tasks_small["task_id"].to_list() == sorted(tasks_small["task_id"].to_list())
