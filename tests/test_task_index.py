@@ -27,6 +27,7 @@ def test_a_reference_reads_back_exactly_its_line_and_the_hash_matches_the_list(t
     assert list(index) == tasks == load_tasks(workspace)
     assert index.dataset_hash == dataset_hash(tasks)
     assert (index.refs[3].checkpoints, index.refs[3].input_tokens) == (1, 1234)
+    assert index.refs[0].input_tokens == 0  # no count recorded: it only orders the walks
     assert [ref.task_id for ref in TaskIndex.scan(workspace, limit=2).refs] == ["T-0", "T-1"]
     assert TaskIndex.scan(workspace, limit=2).dataset_hash == dataset_hash(tasks[:2])
 
@@ -39,6 +40,8 @@ def test_blank_lines_are_skipped_and_bad_lines_are_named(tmp_path):
 
     for bad, reason in (('{"task_id": "T-9", "checkpoints": [', "not valid JSON"),
                         ('{"task_id": "T-9", "checkpoints": []}', "not a task"),
+                        (json.dumps({**_task("T-9"), "checkpoints": "many"}), "not a task"),
+                        (json.dumps({**_task("T-9"), "task_id": 9}), "not a task"),
                         (json.dumps(_task("T-0")), "task_id 'T-0' repeats line 1")):
         path.write_text(json.dumps(_task("T-0")) + "\n" + json.dumps(_task("T-1")) + "\n" + bad + "\n")
         with pytest.raises(TaskFileError, match=f"tasks.jsonl:3: {reason}"):
@@ -54,6 +57,11 @@ def test_a_task_file_rewritten_after_the_scan_is_an_error_not_a_wrong_task(tmp_p
     _workspace(tmp_path, [_task("T-1"), _task("T-0")])  # same sizes, other order
     with pytest.raises(TaskFileError, match="changed during the run"):
         index.load(index.refs[0])
+    with pytest.raises(TaskFileError, match="changed during the run"):
+        list(index)
+    (workspace / "tickets/tasks.jsonl").write_text(json.dumps(_task("T-0")) + "\n")  # cut short
+    with pytest.raises(TaskFileError, match="line 2 is no longer task 'T-1'"):
+        index.load(index.refs[1])
 
 
 def test_a_run_holds_at_most_its_concurrency_of_tasks_and_still_walks_longest_first(tmp_path, monkeypatch):

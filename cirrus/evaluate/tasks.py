@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
 
@@ -62,9 +62,19 @@ def _checked(path: Path, number: int, line: bytes) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
         raise TaskFileError(f"{path}:{number}: not valid JSON ({reason})") from exc
-    if not isinstance(task, dict) or not task.get("checkpoints") or not isinstance(task.get("task_id"), str):
-        raise TaskFileError(f"{path}:{number}: not a task (no task_id or no checkpoints)")
+    if not isinstance(task, dict) or not isinstance(task.get("task_id"), str):
+        raise TaskFileError(f"{path}:{number}: not a task (no task_id)")
+    if not isinstance(task.get("checkpoints"), list) or not task["checkpoints"]:
+        raise TaskFileError(f"{path}:{number}: not a task (no checkpoints)")
     return task
+
+
+def _input_tokens(task: dict[str, Any]) -> int:
+    """The task's recorded input tokens (0 when absent or not a number: it
+    only orders the walks)."""
+    stats = task.get("stats")
+    tokens = stats.get("input_tokens") if isinstance(stats, dict) else None
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
 
 
 class TaskIndex:
@@ -102,31 +112,33 @@ class TaskIndex:
                     raise TaskFileError(f"{path}:{number}: task_id {task_id!r} repeats line {seen[task_id]}")
                 seen[task_id] = number
                 hasher.add(task)
-                stats = task.get("stats")
                 refs.append(TaskRef(task_id, number, start, len(line), len(task["checkpoints"]),
-                                    int(stats.get("input_tokens", 0)) if isinstance(stats, dict) else 0))
+                                    _input_tokens(task)))
         return cls(path, refs, hasher.hexdigest())
 
     def __len__(self) -> int:
         return len(self.refs)
 
     def load(self, ref: TaskRef) -> dict[str, Any]:
-        """One task, read again from the file; a file changed since the scan is an error."""
+        """One task, read again from the file."""
         with self.path.open("rb") as handle:
-            handle.seek(ref.offset)
-            line = handle.read(ref.size)
-        task = _checked(self.path, ref.line, line)
-        if task["task_id"] != ref.task_id or len(line) != ref.size:
-            raise TaskFileError(f"{self.path} changed during the run (line {ref.line} is no longer "
-                                f"task {ref.task_id!r}): do not ingest into a workspace that is being evaluated")
-        return task
+            return self._read(handle, ref)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every task, streamed in file order."""
         with self.path.open("rb") as handle:
             for ref in self.refs:
-                handle.seek(ref.offset)
-                yield _checked(self.path, ref.line, handle.read(ref.size))
+                yield self._read(handle, ref)
+
+    def _read(self, handle: BinaryIO, ref: TaskRef) -> dict[str, Any]:
+        """``ref``'s task; a file changed since the scan is an error, not another task."""
+        handle.seek(ref.offset)
+        line = handle.read(ref.size)
+        task = _checked(self.path, ref.line, line) if len(line) == ref.size else None
+        if task is None or task["task_id"] != ref.task_id:
+            raise TaskFileError(f"{self.path} changed during the run (line {ref.line} is no longer "
+                                f"task {ref.task_id!r}): do not ingest into a workspace that is being evaluated")
+        return task
 
 
 def load_tasks(workspace: Path, limit: int | None = None) -> list[dict[str, Any]]:

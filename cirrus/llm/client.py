@@ -700,18 +700,9 @@ class ChatClient:
         return self._wait_backoff(state)
 
     def _auth_error(self, exc: APIStatusError) -> ModelAuthError:
-        endpoint = self.role.endpoint
         option = {"judge": "--judge-api-key-env", "fluency": "--fluency-api-key-env"}.get(
             self.role.name or "", "--api-key-env")
-        if endpoint.api_key_env:
-            advice = (f"check the API key in the environment variable {endpoint.api_key_env} "
-                      f"(or choose another variable with {option})")
-        else:
-            advice = f"the endpoint needs an API key: name its environment variable with {option}"
-        return ModelAuthError(
-            f"{self.role.describe()} refused the request "
-            f"(HTTP {exc.status_code}, not retried): {advice}"
-        )
+        return self.role.endpoint.key_refused(exc.status_code, self.role.name or "", option)
 
     async def aclose(self) -> None:
         if self._owns_client:

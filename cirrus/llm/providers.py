@@ -56,6 +56,18 @@ class Endpoint:
     base_url: str
     api_key_env: str | None
 
+    def key_refused(self, status: int, role: str = "", option: str = "--api-key-env") -> ModelAuthError:
+        """The error for a 401/403 from this endpoint, naming the key's
+        variable and the command-line ``option`` that chooses it."""
+        if self.api_key_env:
+            advice = (f"check the API key in the environment variable {self.api_key_env} "
+                      f"(or choose another variable with {option})")
+        else:
+            advice = f"the endpoint needs an API key: name its environment variable with {option}"
+        who = f"{role} model" if role else "model"
+        return ModelAuthError(f"{who} {self.model!r} at {shown_url(self.base_url)} refused the request "
+                              f"(HTTP {status}, not retried): {advice}")
+
     def api_key(self) -> str:
         if not self.api_key_env:
             return "not-needed"  # local servers (vLLM, Ollama) accept any key

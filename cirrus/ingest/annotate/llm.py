@@ -30,7 +30,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.ingest.annotate.rules import RuleAnnotator
-from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
+from cirrus.llm.providers import Endpoint
 from cirrus.schema import ReplyType
 
 SYSTEM_PROMPT = """You label the replies of a cloud-service support agent for a benchmark.
@@ -120,16 +120,7 @@ class LLMAnnotator:
         try:
             return ask(items)
         except (AuthenticationError, PermissionDeniedError) as exc:
-            raise self._auth_error(exc.status_code) from None
+            raise self.endpoint.key_refused(exc.status_code, "annotator", "--annotator-api-key-env") from None
         except (MalformedLabels, *_TRANSIENT, *_REFUSED_REQUEST):
             self.fallbacks += 1
             return self.fallback.label(items)
-
-    def _auth_error(self, status: int) -> ModelAuthError:
-        where = f"annotator model {self.endpoint.model!r} at {shown_url(self.endpoint.base_url)}"
-        if self.endpoint.api_key_env:
-            advice = (f"check the API key in the environment variable {self.endpoint.api_key_env} "
-                      "(or choose another variable with --annotator-api-key-env)")
-        else:
-            advice = "the endpoint needs an API key: name its environment variable with --annotator-api-key-env"
-        return ModelAuthError(f"{where} refused the request (HTTP {status}, not retried): {advice}")
