@@ -151,3 +151,24 @@ def test_named_fields_are_personal_data_even_when_on_the_allow_list(deidentifier
     clean, _ = deidentifier.deidentify(ticket)
     # once known as a name in this ticket, the value is replaced everywhere in it
     assert clean.events[0].content == {"last_name": "Je***", "tool": "Je***"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("allow 10.0.0.0/8 and 172.16.0.12/32 only", ["10.0.0.0/8", "172.16.0.12/32"]),
+        ("source 2408:4003:1f40:9a00::/64, please", ["2408:4003:1f40:9a00::/64"]),
+        ("server 2001:db8:85a3::8a2e:370:7334 refuses ssh", ["2001:db8:85a3::8a2e:370:7334"]),
+        ("mapped ::ffff:47.98.12.3 and link fe80::1%eth0", ["::ffff:47.98.12.3", "fe80::1%eth0"]),
+        ("my address is 2001:db8::1: can I connect?", ["2001:db8::1"]),
+        ("at 47.98.12.3.", ["47.98.12.3"]),
+        # not addresses: a time, a version, a MAC, bare colons, an octet out of range, a bad prefix
+        ("call at 12:30:45 or see v1.2.3.4.5, mac 00:1A:2B:3C:4D:5E, C++ a::b or std::cout", []),
+        ("999.1.1.1 and 10.0.0.1/33 and ::", []),
+    ],
+)
+def test_ip_addresses_are_whole_and_validated(text, expected):
+    from cirrus.ingest.deid.recognizers import IpAddressRecognizer
+
+    found = [text[r.start:r.end] for r in IpAddressRecognizer().analyze(text, ["IP_ADDRESS"])]
+    assert found == expected

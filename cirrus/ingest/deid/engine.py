@@ -19,14 +19,18 @@ from presidio_analyzer.predefined_recognizers import (
     CreditCardRecognizer,
     EmailRecognizer,
     IbanRecognizer,
-    IpRecognizer,
     SpacyRecognizer,
     UsSsnRecognizer,
 )
 
 from cirrus.config import DeidConfig, PatternRecognizerConfig
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
-from cirrus.ingest.deid.recognizers import GroupedPhoneRecognizer, LuhnCardRecognizer, ValidatedPhoneRecognizer
+from cirrus.ingest.deid.recognizers import (
+    GroupedPhoneRecognizer,
+    IpAddressRecognizer,
+    LuhnCardRecognizer,
+    ValidatedPhoneRecognizer,
+)
 from cirrus.offline import use_bundled_suffix_list
 
 # spaCy pipes Presidio does not use; skipping them roughly halves NER time.
@@ -69,7 +73,7 @@ def build_registry(config: DeidConfig) -> RecognizerRegistry:
         EmailRecognizer(supported_language=lang),
         ValidatedPhoneRecognizer(supported_language=lang, supported_regions=tuple(config.phone_regions)),
         GroupedPhoneRecognizer(supported_language=lang),
-        IpRecognizer(supported_language=lang),
+        IpAddressRecognizer(supported_language=lang),
         CreditCardRecognizer(supported_language=lang),
         LuhnCardRecognizer(supported_language=lang),
         IbanRecognizer(supported_language=lang),

@@ -5,6 +5,7 @@ Pattern recognizers that need no code are declared in the pipeline file.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from presidio_analyzer import AnalysisExplanation, LocalRecognizer, Pattern, PatternRecognizer, RecognizerResult
@@ -101,4 +102,57 @@ class GroupedPhoneRecognizer(LocalRecognizer):
             results.append(RecognizerResult("PHONE_NUMBER", start, end, score, analysis_explanation=explanation,
                                             recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                                                                   RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True}))
+        return results
+
+
+class IpAddressRecognizer(LocalRecognizer):
+    """IPv4 and IPv6 addresses, with a CIDR suffix when one is written,
+    validated with :mod:`ipaddress`.
+
+    Presidio's own IP recognizer is a fixed regex whose behaviour changed
+    between patch releases (2.2.362 stops ``2001:db8:85a3::8a2e:370:7334`` at
+    ``2001:db8:85a3::`` and ``10.0.0.0/8`` before its suffix): here a loose
+    candidate is found and the standard library decides what is an address,
+    so the span is the whole address whatever Presidio version is installed.
+    """
+
+    ENTITY = "IP_ADDRESS"
+    SCORE = 0.6
+    _IPV4 = r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?!\.?\w)"
+    _IPV6 = (r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?"
+             r"(?:%[0-9A-Za-z]+)?(?:/\d{1,3})?(?![\w:])")
+    _CANDIDATE = re.compile(f"{_IPV4}|{_IPV6}")
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=[self.ENTITY], name="ip_address", supported_language=supported_language)
+
+    def load(self) -> None:
+        pass
+
+    @staticmethod
+    def is_address(candidate: str) -> bool:
+        address, _, prefix = candidate.partition("/")
+        address = address.split("%", 1)[0]  # an IPv6 zone (fe80::1%eth0)
+        if not any(c.isdigit() for c in address):
+            return False  # "::" alone, code such as "a::b" or "std::cout"
+        try:
+            parsed = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return not prefix or (prefix.isdigit() and int(prefix) <= parsed.max_prefixlen)
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts=None) -> list[RecognizerResult]:
+        results = []
+        for match in self._CANDIDATE.finditer(text):
+            candidate, start = match.group(), match.start()
+            # an address at the end of a sentence or list ("... 2001:db8::1:")
+            while candidate and not self.is_address(candidate) and candidate[-1] in ":.":
+                candidate = candidate[:-1]
+            if candidate and self.is_address(candidate):
+                results.append(RecognizerResult(
+                    self.ENTITY, start, start + len(candidate), self.SCORE,
+                    AnalysisExplanation(recognizer=self.name, original_score=self.SCORE,
+                                        textual_explanation="validated by the ipaddress module"),
+                    recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                                          RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}))
         return results
