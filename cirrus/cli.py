@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cirrus import __version__
 from cirrus.audit import register as audit_register
+from cirrus.console import cli_console
 from cirrus.workspace import REPORTS_DIR
 
 app = typer.Typer(
@@ -21,8 +22,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-console = Console(stderr=True, soft_wrap=True)  # error lines stay whole, greppable
-out = Console()
+console: Console = cli_console(stderr=True)  # error lines stay whole, greppable
+out: Console = cli_console()  # tables keep run ids whole when piped (wide, or COLUMNS wide): see CliConsole
 
 WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")]
 
@@ -63,49 +64,71 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Read raw tickets, de-identify them and write benchmark tasks and tool-replay cassettes."""
-    from cirrus.config import ConfigError, load_pipeline
-    from cirrus.ingest.knowledge import KnowledgeError
-    from cirrus.ingest.pipeline import AnnotatorSpec
-    from cirrus.ingest.ray_executor import RayUnavailable
-    from cirrus.ingest.readers import FORMATS
-    from cirrus.ingest.run import IngestOptions, run_ingest
-    from cirrus.ingest.tool_schemas import ToolSchemaError
-    from cirrus.llm.providers import EndpointError, ModelAuthError, resolve_endpoint
-
-    if fmt not in FORMATS:
-        _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if not raw_path.exists():
-        _fail(f"raw input {raw_path} does not exist")
-    if executor not in ("local", "ray"):
-        _fail(f"unknown --executor {executor!r}; choose local or ray")
-    if ray_address and executor != "ray":
-        _fail("--ray-address needs --executor ray")
     try:
-        config = load_pipeline(pipeline)
-        endpoint = None
-        if annotator_model:
-            endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env)
-            endpoint.api_key()  # fail now, naming the variable, not in a worker
-        options = IngestOptions(
-            raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
-            tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint), statuses=tuple(status),
-            jobs=jobs or (0 if executor == "ray" else os.cpu_count() or 1), progress=not quiet,
-            executor=executor, ray_address=ray_address,
-        )
-        summary = run_ingest(options)
-    except ModelAuthError as exc:
-        _fail(f"{exc}\ningest stopped before it finished; run it again once the key is fixed "
-              "(until then eval refuses this workspace)", code=1)
-        return
-    except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError, RayUnavailable) as exc:
-        _fail(str(exc))
-        return
-    except OSError as exc:  # a full disk, a read-only workspace: the previous workspace files are intact
-        _fail(f"could not write the workspace {workspace}: {exc.strerror or exc}", code=1)
-        return
+        from cirrus.config import ConfigError, load_pipeline
+        from cirrus.ingest.knowledge import KnowledgeError
+        from cirrus.ingest.pipeline import AnnotatorSpec
+        from cirrus.ingest.ray_executor import RayUnavailable
+        from cirrus.ingest.readers import FORMATS
+        from cirrus.ingest.readers.files import NoTicketFiles, check_input
+        from cirrus.ingest.run import IngestOptions, run_ingest
+        from cirrus.ingest.tool_schemas import ToolSchemaError
+        from cirrus.llm.providers import EndpointError, ModelAuthError, resolve_endpoint
+
+        if fmt not in FORMATS:
+            _fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        if not raw_path.exists():
+            _fail(f"raw input {raw_path} does not exist")
+        if executor not in ("local", "ray"):
+            _fail(f"unknown --executor {executor!r}; choose local or ray")
+        if ray_address and executor != "ray":
+            _fail("--ray-address needs --executor ray")
+        try:  # before the pipeline, the key or the models: nothing to read is a usage error
+            check_input(raw_path)
+        except NoTicketFiles as exc:
+            _fail(str(exc))
+        except OSError as exc:  # an unreadable folder
+            _fail(f"could not read the raw input {raw_path}: {exc.strerror or exc}")
+        try:
+            config = load_pipeline(pipeline)
+            endpoint = None
+            if annotator_model:
+                endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env)
+                endpoint.api_key()  # fail now, naming the variable, not in a worker
+            options = IngestOptions(
+                raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
+                tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint), statuses=tuple(status),
+                jobs=jobs or (0 if executor == "ray" else os.cpu_count() or 1), progress=not quiet,
+                executor=executor, ray_address=ray_address,
+            )
+            summary = run_ingest(options)
+        except ModelAuthError as exc:
+            _fail(f"{exc}\ningest stopped before it finished; run it again once the key is fixed "
+                  "(until then eval refuses this workspace)", code=1)
+            return
+        except (ConfigError, KnowledgeError, ToolSchemaError, EndpointError, FileNotFoundError, RayUnavailable,
+                NoTicketFiles) as exc:
+            _fail(str(exc))
+            return
+        except OSError as exc:  # a full disk, a read-only workspace: the previous workspace files are intact
+            _fail(f"could not write the workspace {workspace}: {exc.strerror or exc}", code=1)
+            return
+    except KeyboardInterrupt:
+        # Ctrl-C: the workers ignore SIGINT and run_ingest has already shut
+        # the pool down; tickets/.ingest-in-progress stays until a re-run
+        console.print("interrupted: ingest did not finish; run the same command again "
+                      "(eval refuses this workspace until then)", markup=False, highlight=False)
+        raise typer.Exit(130) from None
     _print_ingest(summary.manifest, workspace)
     if summary.tasks == 0:
-        _fail("no task was written: see the quarantined and skipped lists in tickets/manifest.json", code=1)
+        counts = summary.manifest["counts"]
+        if counts["read"] == 0:
+            _fail(f"no task was written: {raw_path} holds no ticket (its files are empty lists or blank lines)",
+                  code=1)
+        not_ingested = counts["read"] - counts["quarantined"] - counts["skipped"]
+        _fail(f"no task was written: of {counts['read']} tickets read, {counts['quarantined']} were quarantined, "
+              f"{counts['skipped']} skipped and {not_ingested} not of the statuses ingested "
+              f"({', '.join(status)}; --status adds others); see tickets/manifest.json", code=1)
 
 
 def _print_ingest(manifest: dict, workspace: Path) -> None:
@@ -131,6 +154,7 @@ def _print_ingest(manifest: dict, workspace: Path) -> None:
 
 @app.command("eval")
 def eval_(
+    ctx: typer.Context,
     model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
@@ -153,18 +177,52 @@ def eval_(
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Walk every task checkpoint by checkpoint against a model and score it."""
+    """Walk every task checkpoint by checkpoint against a model and score it.
+
+    Every model endpoint is checked with one tiny request before the first
+    attempt.  Exit status: 0 when the run finished with at least one attempt
+    scored; 1 when it could not start (an endpoint check failed, a refused
+    key) or every attempt ended in an error; 2 for a bad option, setting or
+    workspace (a missing key variable included); 130 on Ctrl-C, after
+    printing the command that resumes the run.
+    """
     import asyncio
     import re
+    import shlex
     import time
 
+    from cirrus.evaluate.preflight import PreflightError, check_endpoints
     from cirrus.evaluate.roles import RoleError, RoleOptions, build_roles
     from cirrus.evaluate.runner import EvalSettings, run_eval
-    from cirrus.evaluate.tasks import TaskFileError, TaskIndex
     from cirrus.evaluate.store import RunMismatch
-    from cirrus.llm.providers import EndpointError
+    from cirrus.evaluate.tasks import TaskFileError, TaskIndex
+    from cirrus.llm.providers import EndpointError, ModelAuthError, shown_url
 
+    given_run_id = run_id
     run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+    def resume_command() -> str:
+        """``cirrus eval`` with the options given on the command line (key
+        variables by name, never a key; credentials in a URL masked), plus
+        the ``--run-id`` when it was generated."""
+        words = ["cirrus", "eval"]
+        for param in ctx.command.params:
+            if param.param_type_name != "option" or param.name is None:
+                continue
+            source = ctx.get_parameter_source(param.name)
+            if source is None or source.name != "COMMANDLINE":
+                continue
+            value = ctx.params.get(param.name)
+            flag = max((o for o in param.opts if o.startswith("--")), key=len, default=param.opts[0])
+            if param.is_flag:
+                words += [flag] if value else []
+            elif value is not None:
+                words += [flag, str(shown_url(value) if param.name.endswith("base_url") else value)]
+        if given_run_id is None:
+            words += ["--run-id", run_id]
+        return shlex.join(words)
+
+    resume = resume_command()
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", run_id) or run_id.startswith("."):
         _fail(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
     from cirrus.settings import SettingsError, load_settings
@@ -191,19 +249,36 @@ def eval_(
     judge = role("judge", judge_model, judge_base_url, judge_api_key_env, {})
     fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
 
+    def warn(text: str) -> None:
+        console.print(f"[yellow]warning:[/] {escape(text)}")
+
+    def note(text: str) -> None:
+        console.print(escape(text))
+
     async def main() -> dict:
         roles = build_roles(agent, judge, fluency, index, workspace)
         try:
             settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
                                     concurrency=concurrency, limit=limit, progress=not quiet,
                                     fingerprint_extra=roles.fingerprint, details_extra=roles.details)
-            return await run_eval(settings, roles.agent, roles.judge, roles.fluency, index)
+            return await run_eval(settings, roles.agent, roles.judge, roles.fluency, index,
+                                  preflight=lambda: check_endpoints(roles.clients, warn), notify=note)
         finally:
             await roles.aclose()
 
     try:
         index = TaskIndex.scan(workspace, limit)
         summary = asyncio.run(main())
+    except KeyboardInterrupt:
+        console.print(f"\n[yellow]interrupted:[/] the attempts already finished are kept; resume the run with:\n"
+                      f"  {escape(resume)}")
+        raise typer.Exit(130) from None
+    except PreflightError as exc:
+        _fail(f"the run cannot start, no task was run:\n{exc}", code=1)
+        return
+    except ModelAuthError as exc:
+        _fail(str(exc), code=1)
+        return
     except (TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))
         return
@@ -211,6 +286,8 @@ def eval_(
         _fail(f"could not write the run to {workspace / 'reports' / run_id}: {exc.strerror or exc}", code=1)
         return
     _print_summary(summary, workspace / REPORTS_DIR / run_id)
+    if summary["attempts"] and summary["errors"] == summary["attempts"]:
+        _fail(f"every attempt of run {run_id} ended in an error (reasons above); no score was measured", code=1)
 
 
 def _print_summary(summary: dict, directory: Path) -> None:
@@ -229,6 +306,14 @@ def _print_summary(summary: dict, directory: Path) -> None:
     if summary.get("offline_heuristics"):
         console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}; "
                       "scores are a harness check, not a model judgement")
+    reasons = summary.get("error_reasons") or []
+    if reasons:  # already redacted by the client; identical reasons grouped, most frequent first
+        console.print(f"[yellow]errors:[/] {summary['errors']} attempt(s) ended in an error, left out of the scores:")
+        for reason, count in reasons[:10]:
+            shown = reason.removeprefix("InfrastructureError: ")
+            console.print(f"  {count} x {escape(shown if len(shown) <= 500 else shown[:500] + '...')}")
+        if len(reasons) > 10:
+            console.print(f"  ... and {len(reasons) - 10} other reasons (cirrus show {directory.name})")
 
 
 @app.command("pii-eval")

@@ -49,14 +49,31 @@ def disk_full(exc: OSError, path: os.PathLike[str] | str, advice: str = RERUN_AD
     return DiskFullError(path, advice, exc.errno or errno.ENOSPC)
 
 
-def _create_mode() -> int:
-    """The mode ``open(path, "w")`` gives a new file: 0666 less the umask."""
-    umask = os.umask(0)
+def _umask_now() -> int:
+    """The process's umask, read without changing it where the system says
+    it (Linux: ``/proc/self/status``); elsewhere set and restored at once."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o077)  # a file created by another thread meanwhile gets no more than 0600
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
-_CREATE_MODE = _create_mode()
+def create_mode() -> int:
+    """The mode ``open(path, "w")`` gives a new file now: 0666 less the umask.
+
+    Every file Cirrus writes gets this mode: a file made with
+    :func:`tempfile.mkstemp` (always 0600) is ``fchmod``-ed to it before it is
+    renamed into place (:func:`atomic_writer`, the report's Parquet files,
+    cassettes), and a file opened with ``os.open`` is created with 0666 for
+    the kernel to apply the umask (:func:`append_line`).  Read at each call,
+    so a umask set after ``import cirrus`` counts."""
+    return 0o666 & ~_umask_now()
 
 
 @contextmanager
@@ -69,7 +86,7 @@ def atomic_writer(path: Path, *, binary: bool = False, advice: str = RERUN_ADVIC
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.fchmod(fd, _CREATE_MODE)  # mkstemp's 0600 would differ from every other file written
+        os.fchmod(fd, create_mode())  # mkstemp's 0600 would differ from every other file written
         opened = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
         with opened as handle:
             yield handle
@@ -93,7 +110,7 @@ def append_line(path: Path, line: str, *, sync: bool = True, advice: str = RERUN
     (:func:`read_jsonl`).  A full disk raises :class:`DiskFullError`."""
     data = line.encode("utf-8")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)  # less the umask: create_mode()
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full(exc, path, advice) from exc

@@ -1,10 +1,11 @@
 """Broken endpoints through ``cirrus eval`` (in process, ``CliRunner``),
 against tests/chat_server.py: agent answers that hang, are not JSON, are cut
 short or have no choices become error rows of their task and the run
-finishes; an endpoint that is down gives error rows, not a traceback; a
-refused key (agent or judge) stops the run after one request, naming the
-endpoint and the option of the key's variable.  The client itself under the
-same faults: tests/test_endpoint_faults.py."""
+finishes; an endpoint that is down stops the run at its endpoint check (exit
+1, no traceback, no run folder); a refused key (agent or judge) stops the run
+after one request, naming the endpoint and the option of the key's variable.
+The client itself under the same faults: tests/test_endpoint_faults.py; the
+endpoint check and interrupts: tests/test_eval_loud.py."""
 
 from __future__ import annotations
 
@@ -100,15 +101,15 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_an_endpoint_that_is_down_gives_error_rows_and_the_run_finishes(tmp_path):
+def test_an_endpoint_that_is_down_stops_the_run_before_any_attempt(tmp_path):
     workspace = workspace_of(tmp_path, ["T-a", "T-b"], "[roles.agent]\nmax_retries = 1\n")
-    result = cli_eval(workspace, f"http://127.0.0.1:{_closed_port()}/v1", "down", "--runs", "2")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = cli_eval(workspace, url, "down", "--runs", "2")
     assert_no_traceback(result)
-    assert result.exit_code == 0, result.output
-    assert "4 (4)" in result.output  # attempts (errors)
-    rows = pl.read_parquet(workspace / "reports/down/tasks.parquet")
-    assert rows.height == 4 and set(rows["status"]) == {"error"}
-    assert all("connection failed" in e and "after 2 attempts" in e for e in rows["error"])
+    assert result.exit_code == 1, result.output
+    output = " ".join(result.output.split())
+    assert f"agent model 'agent' at {url}: nothing listens at {url} (connection refused)" in output
+    assert not (workspace / "reports/down").exists()  # no run folder: nothing was run
 
 
 @pytest.mark.parametrize("refusing, option", [("agent", "--api-key-env"), ("judge", "--judge-api-key-env")])
@@ -126,10 +127,10 @@ def test_a_refused_key_stops_the_run_after_one_request(tmp_path, refusing, optio
                           "--judge-api-key-env", judge_env, env={judge_env: KEY + "-judge"})
         refused = sum(1 for b in server.requests if b["model"] == refusing)
     assert_no_traceback(result)
-    assert result.exit_code == 2, result.output
-    assert refused == 1  # one attempt in flight, not retried, the others never started
+    assert result.exit_code == 1, result.output  # the run could not start
+    assert refused == 1  # the endpoint check's one request, not retried; no attempt started
     output = " ".join(result.output.split())
     assert f"{refusing} model '{refusing}' at {server.base_url}" in output and "HTTP 401" in output
     assert option in output and (judge_env if refusing == "judge" else KEY_ENV) in output
     assert KEY not in output
-    assert not (workspace / "reports/refused/summary.json").exists()
+    assert not (workspace / "reports/refused").exists()

@@ -32,7 +32,7 @@ from cirrus.report.tables import (
     task_stats,
 )
 from cirrus.report.uncertainty import bootstrap_mean, intervals, paired, paired_bootstrap, ratio_bootstrap
-from tests.conftest import REPO, sample_with_baseline_runs
+from tests.conftest import REPO, copy_workspace
 
 approx = pytest.approx
 
@@ -146,7 +146,7 @@ def hand_ws(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _rows(frame: pl.DataFrame, key: str = "group") -> dict:
+def _rows(frame: pl.DataFrame, key: str = "segment") -> dict:
     return {row[key]: row for row in frame.iter_rows(named=True)}
 
 
@@ -207,8 +207,8 @@ def test_breakdowns_exact_numbers(hand_ws):
     assert category["B"]["tia"] == approx(4 / 5) and category["B"]["n_turns"] == 5
 
     checkpoints = breakdown_by(runs, "checkpoints")
-    assert checkpoints["group"].to_list() == ["1", "2", "3", "4", "5+"]
-    assert checkpoints["group_order"].to_list() == [0, 1, 2, 3, 4]
+    assert checkpoints["segment"].to_list() == ["1", "2", "3", "4", "5+"]
+    assert checkpoints["segment_order"].to_list() == [0, 1, 2, 3, 4]
     rows = _rows(checkpoints)
     assert (rows["1"]["n_ok"], rows["1"]["errors"], rows["1"]["atpr"]) == (0, 2, None)
     assert (rows["4"]["n_tasks"], rows["4"]["n_attempts"], rows["4"]["atpr"], rows["4"]["n_turns"]) == (0, 0, None, 0)
@@ -235,7 +235,7 @@ def test_breakdowns_exact_numbers(hand_ws):
 
 def test_reply_type_breakdown_exact_numbers(hand_ws):
     frame = breakdown_by(load_runs(hand_ws, ["a"]), "reply_type")
-    assert frame["group"].to_list() == ["Solution", "Standard", "Inquire", "Clarify", "Appease"]
+    assert frame["segment"].to_list() == ["Solution", "Standard", "Inquire", "Clarify", "Appease"]
     assert frame.schema == report_schema.polars_schema("breakdown_reply_type")
     rows = _rows(frame)
     sol = rows["Solution"]
@@ -284,7 +284,7 @@ def test_task_stats_reproduce_the_tables(hand_ws):
             assert value == approx(board[run_id[0]][metric]), metric
     category = _rows(breakdown_by(runs[:1], "category"))
     by_category = task_stats(runs[:1], "category")
-    for group, part in by_category.partition_by("group", as_dict=True).items():
+    for group, part in by_category.partition_by("segment", as_dict=True).items():
         assert part["atpr__sum"].sum() / part["atpr__n"].sum() == approx(category[group[0]]["atpr"])
 
 
@@ -332,7 +332,7 @@ def test_paired_and_intervals_on_hand_runs(hand_ws):
         if row["estimate"] is not None:
             assert row["ci_low"] <= row["estimate"] + 1e-12 and row["estimate"] - 1e-12 <= row["ci_high"]
     # groups: only those with an ok attempt; reply-type metrics; k only for task-level dimensions
-    assert set(table.filter((pl.col("run_id") == "a") & (pl.col("dimension") == "checkpoints"))["group"]) == {"2", "3", "5+"}
+    assert set(table.filter((pl.col("run_id") == "a") & (pl.col("dimension") == "checkpoints"))["segment"]) == {"2", "3", "5+"}
     reply = table.filter(pl.col("dimension") == "reply_type")
     assert set(reply["metric"]) == {"acceptance_rate", "coverage_rate", "reach_rate"} and reply["k"].null_count() == len(reply)
     assert intervals(runs, n_boot=100, seed=3).equals(table)  # the same seed gives the same intervals
@@ -415,8 +415,8 @@ def test_cli_wrapper(hand_ws):
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, pipeline_config) -> Path:
-    workspace = sample_with_baseline_runs(tmp_path_factory.mktemp("report-sample"), pipeline_config)
+def sample(tmp_path_factory, sample_runs) -> Path:
+    workspace = copy_workspace(sample_runs, tmp_path_factory.mktemp("report-sample") / "ws")
     shutil.copytree(workspace / "reports/oracle", workspace / "reports/oracle2")  # an identical run
     return workspace
 
@@ -481,7 +481,7 @@ def test_sample_report_bootstrap_and_duckdb(sample):
     assert row == approx((atpr, sr, tokens, tia, n_turns))
     by_category = dict(query(f"SELECT category, avg(output_tokens) FROM read_parquet('{tasks_path}') "
                              "WHERE status = 'ok' GROUP BY category"))
-    from_file = dict(query(f"SELECT \"group\", avg_output_tokens FROM read_parquet('{out / 'breakdown_category.parquet'}') "
+    from_file = dict(query(f"SELECT segment, avg_output_tokens FROM read_parquet('{out / 'breakdown_category.parquet'}') "
                            "WHERE run_id = 'retrieval'"))
     assert from_file == approx(by_category)
     # and the leaderboard's cross-run view in SQL equals the polars one

@@ -179,15 +179,23 @@ def test_an_error_text_cut_across_the_key_keeps_no_part_of_it(tmp_path):
     # the error text is "Error code: 400 - " + the message, cut at 300 characters: this pad puts
     # the cut 12 characters into the key's random part
     pad = 300 - len("Error code: 400 - ") - len("rejected; you sent Bearer ") - len("sk-cirrus-test-") - 12
+    args = ("eval", "--model", "agent", "--base-url", server.base_url, "--api-key-env", KEY_ENV,
+            "--judge-model", "local", "--fluency-model", "local", "--run-id", "cut", "-w", str(tmp_path))
+    random_part = KEY.rsplit("-", 1)[-1]
+    # the endpoint check meets the echo first: the run stops, printing the cut text
     server.rule = lambda body: models._echo("agent", pad=pad)
     with server:
-        done = _cli("eval", "--model", "agent", "--base-url", server.base_url, "--api-key-env", KEY_ENV,
-                    "--judge-model", "local", "--fluency-model", "local", "--run-id", "cut", "-w", str(tmp_path),
-                    cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+        stopped = _cli(*args, cwd=tmp_path)
+    assert stopped.returncode == 1 and "rejected; you sent Bearer" in stopped.stderr, stopped.stderr
+    assert KEY not in stopped.stderr + stopped.stdout and random_part[:8] not in stopped.stderr + stopped.stdout
+    # the check answered (one output token asked for), every attempt meets the echo: error rows
+    server = ChatServer()
+    server.rule = lambda body: "OK" if body.get("max_tokens") == 1 else models._echo("agent", pad=pad)
+    with server:
+        done = _cli(*args[:4], server.base_url, *args[5:], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # every attempt ended in an error
     errors = pl.read_parquet(tmp_path / "reports/cut/tasks.parquet")["error"].to_list()
     assert all("rejected; you sent Bearer" in e and KEY not in e for e in errors)
-    random_part = KEY.rsplit("-", 1)[-1]
     assert not any(random_part[:8] in e for e in errors), errors[0]
 
 

@@ -109,10 +109,16 @@ def test_rescore_with_the_local_judge_reproduces_the_run_without_calling_the_age
     for key in ("atpr", "alj", "anei", "amtl", "sr", "pass^2", "errors", "n_tasks", "model", "attempts"):
         assert summary[key] == source[key], key
     assert summary["judge"] == "local-heuristic" and summary["fluency"] == "reused:llm-fluency:fluency"
-    assert tasks.drop("truncated", "wall_s", "input_tokens").equals(source_tasks.drop("wall_s", "input_tokens"))
+    assert tasks.drop("truncated", "wall_s", "input_tokens", "run_id").equals(
+        source_tasks.drop("wall_s", "input_tokens", "run_id"))
     assert tasks["input_tokens"].to_list() == source_tasks["input_tokens"].to_list()  # every turn replayed
     assert tasks["truncated"].to_list() == [False] * 4
-    assert checkpoints.drop("wall_s").equals(source_checkpoints.drop("wall_s"))
+    assert checkpoints.drop("wall_s", "run_id").equals(source_checkpoints.drop("wall_s", "run_id"))
+    # each run's tables name their own run
+    assert set(tasks["run_id"]) == set(checkpoints["run_id"]) == {"perfect-rescored-local"}
+    assert set(source_tasks["run_id"]) == set(source_checkpoints["run_id"]) == {"perfect"}
+    assert set(source_tasks["model"]) == set(tasks["model"]) == {summary["model"]}
+    assert source_tasks["end_reason"].to_list() == ["completed"] * 4 and source_tasks["end_checkpoint"].to_list() == [3] * 4
     assert {t["source_run"] for t in transcripts} == {"perfect"}
     assert summary["rescore"]["verdict_agreement"] == 1.0 and summary["rescore"]["changed"] == 0
 
@@ -130,6 +136,7 @@ def test_a_stricter_judge_stops_the_walks_earlier(workspace, server):
     assert tasks["covered"].to_list() == [1, 1] and tasks["accepted_turns"].to_list() == [1, 1]
     assert tasks["tpr"].to_list() == pytest.approx([1 / 3, 1 / 3]) and tasks["nei"].to_list() == [1.0, 1.0]
     assert tasks["success"].to_list() == [False, False] and tasks["truncated"].to_list() == [False, False]
+    assert tasks["end_reason"].to_list() == ["rejected"] * 2 and tasks["end_checkpoint"].to_list() == [2, 2]
     assert tasks["mtl"].to_list() == [5.0, 8.0]  # T-plain: 5 tokens; T-tool: 3 (tool round) + 5, as saved
     assert summary["atpr"] == pytest.approx(1 / 3) and summary["sr"]["pass@1"] == 0.0
     assert summary["amtl"] == pytest.approx(6.5)
@@ -155,6 +162,10 @@ def test_a_judge_accepting_past_the_saved_transcript_truncates_the_walk(workspac
     assert tasks["tpr"].to_list() == pytest.approx([2 / 3, 2 / 3]) and tasks["lj"].to_list() == [0, 0]
     assert tasks["nei"].to_list() == [0.0, 0.0] and tasks["mtl"].to_list() == [5.0, 6.5]
     assert tasks["truncated"].to_list() == [True, True] and tasks["success"].to_list() == [False, False]
+    # the walk ended where the saved transcript does: before checkpoint 3; the source run rejected turn 2
+    assert tasks["end_reason"].to_list() == ["truncated"] * 2 and tasks["end_checkpoint"].to_list() == [3, 3]
+    source_tasks = pl.read_parquet(workspace / "reports/failer/tasks.parquet")
+    assert source_tasks["end_reason"].to_list() == ["rejected"] * 2 and source_tasks["end_checkpoint"].to_list() == [2, 2]
     assert tasks["input_tokens"].to_list() == pytest.approx(
         pl.read_parquet(workspace / "reports/failer/tasks.parquet").sort("task_id")["input_tokens"].to_list())
     last = checkpoints.filter(pl.col("checkpoint") == 2)
@@ -172,6 +183,7 @@ def test_a_judge_accepting_past_the_saved_transcript_truncates_the_walk(workspac
     _rescore(workspace, server, "failer", "lenient2", "--fluency-model", "fluency-no", "--run-id", "f3")
     summary, tasks, _, _ = _run(workspace, "f3")
     assert tasks["covered"].to_list() == [1, 1] and tasks["truncated"].to_list() == [False, False]
+    assert tasks["end_reason"].to_list() == ["fluency_stop"] * 2 and tasks["end_checkpoint"].to_list() == [2, 2]
     assert summary["fluency"] == "llm-fluency:fluency-no" and _agent_requests(server) == before
 
 
@@ -194,6 +206,8 @@ def test_rescore_resumes_keeps_source_errors_and_refuses_other_settings(workspac
     assert summary["errors"] == 1 and tasks.filter(pl.col("status") == "error")["task_id"].to_list() == ["T-tool"]
     assert "the source run's attempt failed" in tasks.filter(pl.col("task_id") == "T-tool")["error"][0]
     assert tasks.filter(pl.col("task_id") == "T-plain")["covered"].to_list() == [1]
+    error_row = tasks.filter(pl.col("task_id") == "T-tool").row(0, named=True)
+    assert (error_row["end_reason"], error_row["end_checkpoint"]) == ("error", None)
     asked = len(server.requests)
     _rescore(workspace, server, "broken", "strict2", "--run-id", "b2")  # resume: nothing judged again
     assert len(server.requests) == asked

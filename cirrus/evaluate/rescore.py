@@ -82,10 +82,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cirrus.console import cli_console
 from cirrus.files import read_jsonl
 from cirrus.workspace import REPORTS_DIR
 
@@ -94,12 +94,18 @@ from cirrus.workspace import REPORTS_DIR
 if TYPE_CHECKING:
     import polars as pl
 
-    from cirrus.evaluate.types import AgentTurn, CoverageJudge, FluencyChecker, TurnRequest, Verdict
+    from cirrus.evaluate.types import (
+        AgentTurn,
+        CoverageJudge,
+        FluencyChecker,
+        TurnRequest,
+        Verdict,
+    )
     from cirrus.evaluate.walk import WalkResult
     from cirrus.replay import ToolReplayer
 
-console = Console(stderr=True, soft_wrap=True)
-out = Console()
+console = cli_console(stderr=True)
+out = cli_console()
 
 RESCORE_FILE = "rescore.parquet"
 RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
@@ -302,8 +308,8 @@ class SourceRun:
 
 
 def load_source(workspace: Path, run_id: str) -> SourceRun:
-    from cirrus.evaluate.tasks import dataset_hash, load_tasks
     from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
+    from cirrus.evaluate.tasks import dataset_hash, load_tasks
 
     if not _RUN_ID.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
         raise RescoreError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
@@ -530,8 +536,8 @@ def rescore(
 ) -> None:
     """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
     from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
-    from cirrus.evaluate.tasks import TaskFileError
     from cirrus.evaluate.store import RunMismatch
+    from cirrus.evaluate.tasks import TaskFileError
     from cirrus.llm.providers import EndpointError
     from cirrus.settings import SettingsError, load_settings
 

@@ -38,6 +38,9 @@ class Roles:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     pool: Any = None  # cirrus.llm.client.ClientPool when a model is used
+    # the model clients by role ("agent", "judge", "fluency"), for the endpoint
+    # check before a run (cirrus.evaluate.preflight); offline parts have none
+    clients: dict[str, Any] = field(default_factory=dict)
 
     async def aclose(self) -> None:
         if self.pool is not None:
@@ -93,6 +96,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                            **fluency.params})
 
     pool = None
+    clients: dict[str, Any] = {}
 
     def client(options: RoleOptions, name: str):  # noqa: ANN202
         nonlocal pool
@@ -101,8 +105,9 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
 
         if pool is None:
             pool = ClientPool(_open_cache(ResponseCache, workspace / CACHE_DIR))
-        return pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env,
-                                                   **{"name": name, **options.params}))
+        clients[name] = pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env,
+                                                            **{"name": name, **options.params}))
+        return clients[name]
 
     if agent.model == "baseline:oracle":
         agent_part: Agent = OracleAgent()
@@ -132,4 +137,4 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     details = {"agent_base_url": shown_url(agent.base_url), "judge_base_url": shown_url(judge.base_url),
                "fluency_base_url": shown_url(fluency.base_url),
                "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env})}
-    return Roles(agent_part, judge_part, fluency_part, fingerprint, details, pool)
+    return Roles(agent_part, judge_part, fluency_part, fingerprint, details, pool, clients)

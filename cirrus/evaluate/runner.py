@@ -1,12 +1,22 @@
 """Run an evaluation: every (task, attempt) walked, with bounded concurrency,
-appended to the run store as it finishes, resumable (contract section 3)."""
+appended to the run store as it finishes, resumable (contract section 3).
+
+Before the first attempt, ``preflight`` (the endpoint check of
+:mod:`cirrus.evaluate.preflight`) runs when there is anything to do.  A run
+this call created and that committed no attempt -- stopped by the check, a
+refused key, Ctrl-C or any other error before its first commit -- leaves no
+``reports/<run_id>/`` folder behind (a folder that existed before is never
+removed).  Committed attempts stay committed whatever stops the run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import shutil
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,28 +98,53 @@ def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, A
 
 
 async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
-                   index: TaskIndex | None = None) -> dict[str, Any]:
+                   index: TaskIndex | None = None, *, preflight: Callable[[], Awaitable[Any]] | None = None,
+                   notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Walk every (task, attempt) of ``index`` (default: the workspace's
     tasks) not yet in the run store.  Tasks are read from the file when their
     attempt starts, so memory grows with ``concurrency``, not with the task
-    count."""
+    count.  ``preflight`` is awaited once before the first attempt (not when
+    everything is done already); ``notify`` gets lines for the user (a
+    resumed run's "resuming run X: 11 of 20 attempts already done").
+
+    The returned summary is ``summary.json``'s plus ``error_reasons``: the
+    error rows' reasons with their counts, most frequent first."""
     if index is None:
         index = TaskIndex.scan(settings.workspace, settings.limit)
+    directory = settings.workspace / REPORTS_DIR / settings.run_id
+    created = not directory.exists()
+    tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0, "committed": 0}
+    try:
+        return await _run(settings, agent, judge, fluency, index, directory, tally, preflight, notify)
+    except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
+        if created and not tally["committed"]:
+            shutil.rmtree(directory, ignore_errors=True)  # a run that never started lists as nothing
+        raise
+
+
+async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
+               index: TaskIndex, directory: Path, tally: dict[str, Any],
+               preflight: Callable[[], Awaitable[Any]] | None,
+               notify: Callable[[str], None] | None) -> dict[str, Any]:
     attempts = max(settings.pass_k, settings.runs)
-    store = RunStore(settings.workspace / REPORTS_DIR / settings.run_id)
+    store = RunStore(directory)
     fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
                    "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra}
     store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
         timespec="seconds"), "tasks": len(index), **settings.details_extra})
     done = {(row["task_id"], row["attempt"]) for row in store.latest_rows() if row["status"] == "ok"}
     todo = [(ref, a) for ref in index.refs for a in range(attempts) if (ref.task_id, a) not in done]
+    total = len(index.refs) * attempts
+    if todo and len(todo) < total and notify is not None:
+        notify(f"resuming run {settings.run_id}: {total - len(todo)} of {total} attempts already done")
+    if todo and preflight is not None:
+        await preflight()
     # Longest walks first: a long task started last would run alone at the
     # end (measured: efficiency 0.72 -> 0.82 at concurrency 64; see
     # benchmarks/README.md).  Outputs are sorted, so the order changes nothing else.
     todo.sort(key=lambda pair: (pair[0].checkpoints, pair[0].input_tokens), reverse=True)
-    bar = tqdm(total=len(todo), desc=f"eval {settings.run_id}", unit="attempt", disable=not settings.progress,
-               dynamic_ncols=True)
-    tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
+    bar = tqdm(total=total, initial=total - len(todo), desc=f"eval {settings.run_id}", unit="attempt",
+               disable=not settings.progress, dynamic_ncols=True)
 
     async def one(ref: TaskRef, attempt: int) -> None:
         task = index.load(ref)
@@ -125,6 +160,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
             error = f"{type(exc).__name__}: {exc}"
         row = attempt_row(task, attempt, result, error)
         store.append(row, attempt_transcript(task, attempt, result, error))
+        tally["committed"] += 1
         if result is None:
             tally["errors"] += 1
         else:
@@ -153,8 +189,13 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     finally:
         bar.close()
     keys = {(ref.task_id, a) for ref in index.refs for a in range(attempts)}
-    rows = [{f: row[f] for f in SUMMARY_FIELDS} for row in store.latest_rows()
-            if (row["task_id"], row["attempt"]) in keys]
+    rows = []
+    reasons: Counter[str] = Counter()
+    for row in store.latest_rows():
+        if (row["task_id"], row["attempt"]) in keys:
+            rows.append({f: row[f] for f in SUMMARY_FIELDS})
+            if row["status"] == "error":
+                reasons[str(row.get("error") or "unknown error")] += 1
     summary = summarize(rows, agent.name, settings.pass_k, {
         "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,
         "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))
@@ -162,4 +203,4 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
         "wall_s_this_session": round(time.perf_counter() - started, 2),
     })
     store.finalize(summary)
-    return summary
+    return {**summary, "error_reasons": reasons.most_common()}

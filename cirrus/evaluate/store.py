@@ -6,7 +6,10 @@ attempt line is the commit mark), so a killed run loses at most the attempts
 in flight, and a resumed run knows exactly what is done.  ``finalize`` turns
 the committed rows into the contract's outputs: ``tasks.parquet``,
 ``checkpoints.parquet``, ``summary.json``; a transcript whose attempt line
-never made it is dropped there.
+never made it is dropped there.  Both tables carry ``run_id`` and ``model``;
+``tasks.parquet`` also ``end_reason`` and ``end_checkpoint``
+(:func:`end_reason`, :func:`end_checkpoint`: where and why each walk ended,
+the answer ``cirrus show`` words).  Columns: ``docs/report-schema.md``.
 
 A full disk stops the run with :class:`~cirrus.files.DiskFullError` ("disk
 full while writing <path>: free space and re-run; completed attempts are
@@ -44,6 +47,63 @@ CHECKPOINT_SCHEMA = {
     "covered_through": pl.Int64, "tia": pl.Boolean, "tsa": pl.Boolean, "tev": pl.Boolean, "rr": pl.Boolean,
     "stl": pl.Int64, "fluent": pl.Boolean, "tool_calls": pl.Int64, "wall_s": pl.Float64,
 }
+# columns derived when the tables are written, after those of the attempt rows
+# (runs finished before they existed lack them; readers fill them in)
+RUN_COLUMNS = {"run_id": pl.Utf8, "model": pl.Utf8}
+TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
+TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA}  # tasks.parquet
+CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS}  # checkpoints.parquet
+
+# why a walk ended: ``end_reason`` of tasks.parquet
+END_COMPLETED = "completed"        # every checkpoint covered
+END_REJECTED = "rejected"          # the judge did not accept the agent's turn
+END_FLUENCY_STOP = "fluency_stop"  # the next real query could no longer follow the history
+END_TRUNCATED = "truncated"        # rescore only: the saved transcript has no turn for where the walk got
+END_ERROR = "error"                # status = error: an infrastructure failure, not scored
+END_UNKNOWN = "unknown"            # an ok row whose turns do not say (not written by Cirrus's walk)
+END_REASONS = (END_COMPLETED, END_REJECTED, END_FLUENCY_STOP, END_TRUNCATED, END_ERROR, END_UNKNOWN)
+
+
+def end_reason(row: dict[str, Any]) -> str:
+    """Why the walk of an attempt row (an ``attempts.jsonl`` line: ``status``,
+    ``covered``, ``checkpoints``, ``truncated`` of a rescore, ``turns`` with
+    each judged turn's ``checkpoint``, ``accepted``, ``fluent``) ended: one
+    of :data:`END_REASONS`.  ``cirrus show`` words the same answer."""
+    if row.get("status") != "ok":
+        return END_ERROR
+    if row.get("truncated"):
+        return END_TRUNCATED
+    covered, total = row.get("covered"), row.get("checkpoints")
+    if covered is not None and covered == total:
+        return END_COMPLETED
+    turns = row.get("turns") or []
+    if not turns:
+        return END_UNKNOWN
+    last = turns[-1]
+    if not last.get("accepted"):
+        return END_REJECTED
+    if last.get("fluent") is False:
+        return END_FLUENCY_STOP
+    return END_UNKNOWN
+
+
+def end_checkpoint(row: dict[str, Any]) -> int | None:
+    """The checkpoint where the walk of an attempt row ended: the last one (K)
+    when it covered them all; else the first one not covered -- the one
+    whose turn was rejected, whose query could not follow (fluency stop), or
+    that the saved transcript has no turn for (truncated).  ``None`` for an
+    error row or an unknown end."""
+    reason = end_reason(row)
+    if reason in (END_ERROR, END_UNKNOWN):
+        return None
+    if reason == END_COMPLETED:
+        return row.get("checkpoints")
+    turns = row.get("turns") or []
+    last = turns[-1] if turns else {}
+    if reason == END_REJECTED:
+        return last.get("checkpoint")
+    through = last.get("covered_through") if turns else row.get("covered")
+    return (through or 0) + 1
 
 
 class RunMismatch(ValueError):
@@ -142,9 +202,16 @@ class RunStore:
 
     # -- outputs --------------------------------------------------------------------
 
+    def model(self) -> str | None:
+        """The agent under test, as ``run.json``'s fingerprint names it."""
+        try:
+            return json.loads((self.directory / RUN_FILE).read_text(encoding="utf-8"))["fingerprint"]["agent"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def finalize(self, summary: dict[str, Any]) -> None:
         committed = _latest_lines(self.directory / ATTEMPTS_FILE)
-        tasks, checkpoints = self.tables(committed)
+        tasks, checkpoints = self.tables(committed, model=summary.get("model"))
         for name, frame in (("tasks.parquet", tasks), ("checkpoints.parquet", checkpoints)):
             buffer = io.BytesIO()  # small; written whole, so a full disk leaves the old file
             frame.write_parquet(buffer)
@@ -161,26 +228,30 @@ class RunStore:
             out.write("\n")
 
     def tables(self, committed: dict[tuple[str, int], int] | None = None,
-               batch: int = 2_000) -> tuple[pl.DataFrame, pl.DataFrame]:
+               batch: int = 2_000, *, model: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The committed rows as ``tasks.parquet``'s and ``checkpoints.parquet``'s
-        tables, built ``batch`` attempts at a time: columns are far smaller
-        than the rows as Python objects.  ``committed``: as for
-        :meth:`latest_rows`."""
+        tables (:data:`TASK_FILE_SCHEMA`, :data:`CHECKPOINT_FILE_SCHEMA`),
+        built ``batch`` attempts at a time: columns are far smaller than the
+        rows as Python objects.  ``committed``: as for :meth:`latest_rows`;
+        ``model``: the ``model`` column (default: the agent of ``run.json``);
+        ``run_id`` is the run folder's name."""
+        run = {"run_id": self.directory.name, "model": model if model is not None else self.model()}
         task_frames: list[pl.DataFrame] = []
         checkpoint_frames: list[pl.DataFrame] = []
         task_rows: list[dict[str, Any]] = []
         checkpoint_rows: list[dict[str, Any]] = []
 
         def flush() -> None:
-            task_frames.append(pl.DataFrame(task_rows, schema=TASK_SCHEMA))
-            checkpoint_frames.append(pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_SCHEMA))
+            task_frames.append(pl.DataFrame(task_rows, schema=TASK_FILE_SCHEMA))
+            checkpoint_frames.append(pl.DataFrame(checkpoint_rows, schema=CHECKPOINT_FILE_SCHEMA))
             task_rows.clear()
             checkpoint_rows.clear()
 
         for row in self.latest_rows(committed):
-            task_rows.append({k: row.get(k) for k in TASK_SCHEMA})
+            task_rows.append({**{k: row.get(k) for k in TASK_SCHEMA}, **run,
+                              "end_reason": end_reason(row), "end_checkpoint": end_checkpoint(row)})
             checkpoint_rows.extend({**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": row["task_id"],
-                                    "attempt": row["attempt"]} for c in row.get("turns", []))
+                                    "attempt": row["attempt"], **run} for c in row.get("turns", []))
             if len(task_rows) >= batch:
                 flush()
         flush()

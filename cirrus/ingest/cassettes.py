@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 import yaml
 
+from cirrus.files import create_mode
 from cirrus.schema import ToolExchange, openai_function_name
 
 TOOL_BASE_URL = "http://tools.cirrus.invalid"
@@ -145,7 +146,7 @@ def write_cassette(path: Path, cassette: dict[str, Any]) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            os.fchmod(handle.fileno(), 0o644)  # mkstemp makes it 0600
+            os.fchmod(handle.fileno(), create_mode())  # mkstemp makes it 0600; open() would not
         os.replace(tmp, path)
     except BaseException:
         try:

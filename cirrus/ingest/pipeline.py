@@ -14,6 +14,7 @@ import hashlib
 import multiprocessing
 import os
 import re
+import signal
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -187,14 +188,19 @@ class ProcessorFactory:
 
 class LazyProcessor:
     """Builds the (heavy: spaCy, Presidio) processor on first real use, so a
-    worker that only ever sees quarantined or ineligible items never loads it."""
+    worker that only ever sees quarantined or ineligible items never loads it.
+    ``on_load`` is called just before that load starts (to say so: it takes
+    seconds)."""
 
-    def __init__(self, factory: ProcessorFactory) -> None:
+    def __init__(self, factory: ProcessorFactory, on_load: Callable[[], None] | None = None) -> None:
         self.factory = factory
+        self.on_load = on_load
         self._processor: TicketProcessor | None = None
 
     def __call__(self, ticket: Ticket) -> Processed | Skipped:
         if self._processor is None:
+            if self.on_load is not None:
+                self.on_load()
             self._processor = self.factory()
         return self._processor(ticket)
 
@@ -203,8 +209,31 @@ _WORKER: LazyProcessor | None = None
 
 
 def _init_worker(factory: ProcessorFactory) -> None:
+    """Pool initializer.  Workers ignore SIGINT: a Ctrl-C in a terminal goes
+    to the whole process group, and only the main process handles it (it
+    shuts the pool down); a worker that also raised KeyboardInterrupt would
+    print its own traceback.  SIGINT arrives blocked (see
+    :func:`_pool_without_sigint`), so no window exists before this runs."""
     global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     _WORKER = LazyProcessor(factory)
+
+
+def _pool_without_sigint(context: Any, jobs: int, factory: ProcessorFactory) -> Any:
+    """A process pool whose workers ignore SIGINT from their first
+    instruction: SIGINT is blocked while the pool forks its workers (and
+    starts its helper threads, which then never take the signal), so a
+    Ctrl-C in that moment waits for the main thread instead of reaching a
+    worker before its initializer ran."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return context.Pool(jobs, initializer=_init_worker, initargs=(factory,))
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return context.Pool(jobs, initializer=_init_worker, initargs=(factory,))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _settle_chunk(items: list[Ticket | Quarantined], statuses: frozenset[str]) -> list[Outcome]:
@@ -223,22 +252,36 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+def _eligible(item: Ticket | Quarantined, statuses: frozenset[str]) -> bool:
+    """Whether ``settle`` hands ``item`` to the processor (which then loads)."""
+    return isinstance(item, Ticket) and item.status in statuses
+
+
 def local_outcomes(items: Iterable[Ticket | Quarantined], factory: ProcessorFactory,
-                   statuses: Iterable[str], jobs: int, chunk_size: int = 8) -> Iterator[Outcome]:
+                   statuses: Iterable[str], jobs: int, chunk_size: int = 8,
+                   on_load: Callable[[], None] | None = None) -> Iterator[Outcome]:
     """The local executor: settle ``items`` on ``jobs`` processes, yielding in
     input order.  At most ``2 * jobs`` chunks are in flight, so memory stays
     bounded whatever the input size (``Pool.imap`` would read ahead without
-    limit)."""
+    limit).  ``on_load`` is called once, in this process, just before the
+    first ticket that needs the models is handed to a processor (which loads
+    them then); never when no ticket does.
+
+    Workers ignore SIGINT; a KeyboardInterrupt in this process (or closing
+    this generator early) terminates the pool before it propagates."""
     wanted = frozenset(statuses)
     if jobs <= 1:
-        processor = LazyProcessor(factory)
+        processor = LazyProcessor(factory, on_load)
         for item in items:
             yield settle(processor, item, wanted)
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with context.Pool(jobs, initializer=_init_worker, initargs=(factory,)) as pool:
+    with _pool_without_sigint(context, jobs, factory) as pool:
         pending: deque[Any] = deque()
         for chunk in _chunks(items, chunk_size):
+            if on_load is not None and any(_eligible(item, wanted) for item in chunk):
+                on_load()
+                on_load = None
             pending.append(pool.apply_async(_settle_chunk, (chunk, wanted)))
             while len(pending) >= 2 * jobs:
                 yield from pending.popleft().get()

@@ -9,6 +9,12 @@ Temporary files a killed ingest left behind are removed when the next starts.
 Cassettes are rewritten in place, so while an ingest runs (or after one was
 killed) ``tickets/.ingest-in-progress`` exists and ``cirrus eval`` refuses the
 workspace until an ingest completes.
+
+Before anything is written, the input is checked: a folder without a single
+ticket file, or a file with another extension, raises
+:class:`NoTicketFiles` (a usage error) and leaves the workspace untouched.
+Loading the de-identification models takes seconds; a line on stderr says
+so when it starts (unless ``progress`` is off).
 """
 
 from __future__ import annotations
@@ -16,8 +22,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import signal
+import sys
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +49,12 @@ from cirrus.ingest.pipeline import (
     mark_duplicates,
 )
 from cirrus.ingest.readers import read_tickets
+from cirrus.ingest.readers.files import NoTicketFiles, check_input
 from cirrus.ingest.tool_schemas import load_tool_schemas
 from cirrus.schema import Quarantined
 from cirrus.workspace import IN_PROGRESS_FILE, MANIFEST_FILE, MOCKS_DIR, TASKS_FILE
+
+__all__ = ["IngestOptions", "IngestSummary", "NoTicketFiles", "config_hash", "loading_message", "run_ingest"]
 
 
 @dataclass
@@ -157,18 +170,33 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
     }
 
 
-def _outcomes(options: IngestOptions, factory: ProcessorFactory) -> Iterator[Outcome]:
+def loading_message(options: IngestOptions) -> str:
+    """The line that says why the first ticket takes seconds."""
+    return f"loading the de-identification models (spaCy {options.pipeline.deid.spacy_model}, Presidio)…"
+
+
+def _say(line: str) -> None:
+    tqdm.write(line, file=sys.stderr)  # above the progress bar, not through it
+    sys.stderr.flush()
+
+
+def _outcomes(options: IngestOptions, factory: ProcessorFactory,
+              on_load: Callable[[], None] | None = None) -> Iterator[Outcome]:
     """One outcome per item read, in input order.  The local readers quarantine
     repeated ticket ids as they read; Ray reads files in parallel, so its
-    outcomes get the same check afterwards."""
+    outcomes get the same check afterwards.  ``on_load`` is called before the
+    models start loading (for Ray: its actors load them as they start)."""
     if options.executor == "ray":
         from cirrus.ingest.ray_executor import ray_outcomes
 
+        if on_load is not None:
+            on_load()
         return mark_duplicates(ray_outcomes(options.raw_path, options.fmt, factory, options.statuses,
                                             jobs=options.jobs, address=options.ray_address))
     if options.executor != "local":
         raise ValueError(f"unknown executor {options.executor!r}; expected local or ray")
-    return local_outcomes(read_tickets(options.raw_path, options.fmt), factory, options.statuses, options.jobs)
+    return local_outcomes(read_tickets(options.raw_path, options.fmt), factory, options.statuses, options.jobs,
+                          on_load=on_load)
 
 
 def _keep_creation_time(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -185,9 +213,62 @@ def _keep_creation_time(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
     return {**manifest, "created_at": previous["created_at"]} if unchanged else manifest
 
 
+class _InterruptLatch:
+    """Makes sure a Ctrl-C stops the ingest.
+
+    Python raises KeyboardInterrupt wherever the main thread happens to be,
+    and where that is a ``__del__`` or a weakref callback (garbage collection
+    runs them at any moment) the exception is swallowed, with an "Exception
+    ignored in" traceback on stderr, and the run would go on to the end.
+    While the latch is held, SIGINT is recorded before it is raised, a
+    swallowed KeyboardInterrupt is silenced, and :meth:`check` raises it again
+    at the next safe point.  Installed only from the main thread over
+    Python's default handler (a caller's own handler is left alone)."""
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._previous_handler: Any = None
+        self._previous_hook: Any = None
+
+    def __enter__(self) -> _InterruptLatch:
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+            self._previous_hook = sys.unraisablehook
+            sys.unraisablehook = self._on_unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            sys.unraisablehook = self._previous_hook
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.hit = True
+        raise KeyboardInterrupt
+
+    def _on_unraisable(self, unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) or unraisable.exc_type is KeyboardInterrupt:
+            self.hit = True  # check() raises it again
+            return
+        self._previous_hook(unraisable)
+
+    def check(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+
+
 def run_ingest(options: IngestOptions) -> IngestSummary:
+    """Ingest ``options.raw_path`` into ``options.workspace``.
+
+    Raises ``FileNotFoundError`` for a missing input and :class:`NoTicketFiles`
+    for one without ticket files, both before the workspace is touched.  A
+    ``KeyboardInterrupt`` stops the workers and propagates, leaving the
+    workspace marked in progress (``tickets/.ingest-in-progress``) with no
+    temporary file; running the same ingest again completes it."""
     if not options.raw_path.exists():
         raise FileNotFoundError(f"raw input {options.raw_path} does not exist")
+    check_input(options.raw_path)
     factory = ProcessorFactory(
         config=options.pipeline,
         kb_docs=load_kb(options.kb_dir) if options.kb_dir else None,
@@ -206,8 +287,13 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     tally = _Tally()
     written_cassettes: set[str] = set()
     bar = tqdm(desc="ingest", unit="ticket", disable=not options.progress, dynamic_ncols=True)
-    with atomic_writer(workspace / TASKS_FILE) as out:
-        for outcome in _outcomes(options, factory):
+    on_load = (lambda: _say(loading_message(options))) if options.progress else None
+    # closing(): on an interrupt the executor's pool is shut down here, before
+    # the exception leaves, not whenever the generator is collected
+    with _InterruptLatch() as interrupts, closing(bar), atomic_writer(workspace / TASKS_FILE) as out, \
+            closing(_outcomes(options, factory, on_load)) as outcomes:
+        for outcome in outcomes:
+            interrupts.check()
             bar.update(1)
             tally.read += 1
             if outcome.status is not None:
@@ -227,7 +313,7 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
                 out.write(json.dumps(result.task, ensure_ascii=False, separators=(",", ":")) + "\n")
                 tally.add_task(result)
             bar.set_postfix(tasks=tally.tasks, quarantined=len(tally.quarantined), refresh=False)
-    bar.close()
+        interrupts.check()  # still inside the writer: an interrupted run commits nothing
     for stale in mocks.glob("*.yaml"):
         if stale.name not in written_cassettes:
             stale.unlink()

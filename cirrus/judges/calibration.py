@@ -47,15 +47,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from cirrus.console import cli_console
 
 if TYPE_CHECKING:
     from cirrus.evaluate.types import CoverageJudge
 
-console = Console(stderr=True, soft_wrap=True)
-out = Console()
+console = cli_console(stderr=True)
+out = cli_console()
 
 INCLUDED = "Included"
 NOT_INCLUDED = "Not Included"

@@ -29,6 +29,10 @@ Retries
     naming the role, model and endpoint and saying what went wrong.  A
     401/403 is never retried: :class:`ModelAuthError` names the key's
     variable.  Other 4xx answers raise ``InfrastructureError`` at once.
+    A refused connection (nothing listens at the address) is tried
+    ``REFUSED_TRIES`` times in all, at most ``REFUSED_MAX_WAIT`` s apart
+    (about 2 s, not minutes of backoff), then reported as "nothing listens
+    at <url> (connection refused)".
 
 Timeouts
     ``RoleConfig.timeout`` bounds each try as a whole (connecting, waiting
@@ -86,6 +90,8 @@ T = TypeVar("T")
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every status >= 500
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+REFUSED_TRIES = 4  # tries in all when the connection is refused (within max_retries + 1)
+REFUSED_MAX_WAIT = 1.0  # seconds between them: 0.25, 0.5, 1.0
 
 
 class UnparseableOutput(ValueError):
@@ -454,6 +460,23 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (APIConnectionError, _MalformedAnswer, _TriedTooLong))
 
 
+def connection_refused(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an error it was raised from) is a refused
+    connection: nothing listens at the address."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ConnectionRefusedError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _stop_refused(state: RetryCallState) -> bool:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return state.attempt_number >= REFUSED_TRIES and connection_refused(exc)
+
+
 def retry_after(exc: BaseException | None) -> float | None:
     """The delay an error answer asks for (``retry-after-ms``, or
     ``Retry-After`` in seconds or as an HTTP date), in seconds."""
@@ -640,7 +663,7 @@ class ChatClient:
         attempts = 0
         retrying = AsyncRetrying(
             retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(self.role.max_retries + 1),
+            stop=stop_after_attempt(self.role.max_retries + 1) | _stop_refused,
             wait=self._wait,
             reraise=True,
         )
@@ -656,9 +679,11 @@ class ChatClient:
             raise self._auth_error(exc) from None
         except (APIStatusError, APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             retried = f" after {attempts} attempts" if attempts > 1 else ""
-            raise InfrastructureError(self._redact(
-                f"{self.role.describe()} failed{retried}: {_describe_error(exc, self.role.timeout, self._redact)}"
-            )) from exc
+            if connection_refused(exc):
+                what = f"nothing listens at {shown_url(self.role.endpoint.base_url)} (connection refused)"
+            else:
+                what = _describe_error(exc, self.role.timeout, self._redact)
+            raise InfrastructureError(self._redact(f"{self.role.describe()} failed{retried}: {what}")) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _redact(self, text: str) -> str:
@@ -691,6 +716,8 @@ class ChatClient:
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
+        if connection_refused(exc):  # nothing listens: a few quick tries, then an error
+            return min(0.25 * 2 ** (state.attempt_number - 1), REFUSED_MAX_WAIT)
         asked = retry_after(exc)
         if asked is not None:
             asked = min(asked, MAX_RETRY_AFTER)

@@ -67,11 +67,15 @@ def default_out_dir(workspace: Path, run_ids: Sequence[str]) -> Path:
 
 def _write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
     """Write atomically, with the schema version also in the file's metadata."""
+    from cirrus.files import create_mode
     from cirrus.report.schema import SCHEMA_VERSION
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, create_mode())  # mkstemp's 0600; every file Cirrus writes has open()'s mode
+    finally:
+        os.close(fd)
     try:
         frame.write_parquet(tmp, metadata={"cirrus.report.schema_version": str(SCHEMA_VERSION),
                                            "cirrus.report.table": table})
@@ -178,7 +182,7 @@ def report(
     bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates for confidence intervals and paired tests (0: none).")] = DEFAULT_N_BOOT,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = DEFAULT_SEED,
     k: Annotated[Optional[int], typer.Option("--k", min=1, help="K of pass@K and pass^K (default: each run's --pass-k).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="Settings file with a [prices] table (default: cirrus.toml in the workspace or here).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="Settings file with a \\[prices] table (default: cirrus.toml in the workspace or here).")] = None,
 ) -> None:
     """Leaderboard, breakdowns and confidence intervals of finished runs, as Parquet."""
     from cirrus.cli import _fail, console  # imported here: cirrus.cli imports this module

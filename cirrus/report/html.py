@@ -189,7 +189,7 @@ def _ci_lookup(intervals: pl.DataFrame | None) -> dict[tuple[str, str, str, str]
     for row in intervals.iter_rows(named=True):
         low, high = _num(row.get("ci_low")), _num(row.get("ci_high"))
         if not (math.isnan(low) or math.isnan(high)):
-            out[(row["run_id"], row["dimension"], str(row["group"]), row["metric"])] = (low, high)
+            out[(row["run_id"], row["dimension"], str(row["segment"]), row["metric"])] = (low, high)
     return out
 
 
@@ -260,8 +260,8 @@ def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str]
     in any run are left out (named in the returned list)."""
     order: list[str] = []
     sizes: dict[str, int] = {}
-    for row in frame.sort("group_order").iter_rows(named=True):
-        group = str(row["group"])
+    for row in frame.sort("segment_order").iter_rows(named=True):
+        group = str(row["segment"])
         if group not in order:
             order.append(group)
         sizes[group] = max(sizes.get(group, 0), int(row.get("n_tasks") or 0))
@@ -273,7 +273,7 @@ def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str]
     for ax, metric in zip(axes, metrics):
         values, ci = {}, {}
         for row in frame.iter_rows(named=True):
-            group = str(row["group"])
+            group = str(row["segment"])
             if group in labels:
                 values[(row["run_id"], labels[group])] = _num(row.get(metric))
                 key = (row["run_id"], dimension, group, metric)
@@ -561,7 +561,7 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
     if intervals is not None and not intervals.is_empty():
         confidence = intervals["confidence"][0]
     reply_rows = breakdowns["reply_type"].select(
-        "run_id", "group", "n_reference", "n_reached", "n_covered", "n_judged", "n_accepted", "acceptance_rate",
+        "run_id", "segment", "n_reference", "n_reached", "n_covered", "n_judged", "n_accepted", "acceptance_rate",
         "coverage_rate").with_columns(pl.col("acceptance_rate", "coverage_rate").round(3)).to_dicts()
 
     anchors = _Anchors()

@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from cirrus.evaluate.store import CHECKPOINT_SCHEMA, RUN_FILE, TASK_SCHEMA
+from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, RUN_FILE, TASK_FILE_SCHEMA, end_checkpoint, end_reason
 from cirrus.workspace import REPORTS_DIR, TASKS_FILE
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
@@ -76,12 +76,13 @@ class TaskMetadata:
 class Run:
     """One finished run, ready for the tables.
 
-    ``tasks``: ``tasks.parquet`` (one row per (task, attempt)) plus ``run_id``
-    and the task metadata columns ``task_input_tokens``, ``ref_tool_calls``,
-    ``has_tool_calls``.
+    ``tasks``: ``tasks.parquet`` (one row per (task, attempt)) with ``run_id``,
+    ``model``, ``end_reason`` and ``end_checkpoint`` (filled in for runs
+    written before those columns existed), plus the task metadata columns
+    ``task_input_tokens``, ``ref_tool_calls``, ``has_tool_calls``.
 
     ``checkpoints``: ``checkpoints.parquet`` (one row per judged agent turn)
-    plus ``run_id``, ``status`` of its attempt, and the reference's
+    with ``run_id`` and ``model``, plus ``status`` of its attempt, and the reference's
     ``ref_tool_calls`` / ``ref_has_tool_calls`` for the checkpoint the turn
     answered.
 
@@ -103,7 +104,7 @@ class Run:
 
     @property
     def model(self) -> str:
-        return str(self.summary.get("model") or self.config.get("fingerprint", {}).get("agent") or self.run_id)
+        return _model(self.run_id, self.summary, self.config)
 
     @property
     def k(self) -> int:
@@ -120,6 +121,29 @@ class Run:
     def dataset(self) -> str | None:
         value = self.config.get("fingerprint", {}).get("dataset")
         return None if value is None else str(value)
+
+
+def _model(run_id: str, summary: dict[str, Any], config: dict[str, Any]) -> str:
+    return str(summary.get("model") or config.get("fingerprint", {}).get("agent") or run_id)
+
+
+def _end_columns(tasks: pl.LazyFrame, checkpoints: pl.LazyFrame) -> pl.LazyFrame:
+    """``end_reason`` and ``end_checkpoint`` per (task, attempt), for a run
+    written before tasks.parquet had them: :func:`~cirrus.evaluate.store.end_reason`
+    on the attempt's row and judged turns, as the run store computes them."""
+    names = tasks.collect_schema().names()
+    wanted = [c for c in ("task_id", "attempt", "status", "covered", "checkpoints", "truncated") if c in names]
+    turns: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for turn in (checkpoints.select("task_id", "attempt", "checkpoint", "accepted", "covered_through", "fluent")
+                 .sort("task_id", "attempt", "checkpoint").collect().iter_rows(named=True)):
+        turns.setdefault((turn["task_id"], turn["attempt"]), []).append(turn)
+    rows = []
+    for row in tasks.select(wanted).collect().iter_rows(named=True):
+        row["turns"] = turns.get((row["task_id"], row["attempt"]), [])
+        rows.append({"task_id": row["task_id"], "attempt": row["attempt"], "end_reason": end_reason(row),
+                     "end_checkpoint": end_checkpoint(row)})
+    schema = {"task_id": pl.Utf8, "attempt": pl.Int64, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
+    return pl.DataFrame(rows, schema=schema).lazy()
 
 
 def check_run_id(run_id: str) -> None:
@@ -186,6 +210,13 @@ def _scan(path: Path, required: Sequence[str], schema: dict[str, pl.DataType]) -
     return frame.with_columns(pl.col(c).cast(schema[c]) for c in names if c in schema)
 
 
+def _filled(column: str, value: str, names: Sequence[str]) -> pl.Expr:
+    """``column`` with its nulls (or, when the file lacks it, every row) set to ``value``."""
+    if column in names:
+        return pl.col(column).fill_null(pl.lit(value))
+    return pl.lit(value, dtype=pl.Utf8).alias(column)
+
+
 def _run_files(workspace: Path, run_id: str) -> tuple[Path, Path, Path, Path]:
     """The run's folder, tasks.parquet, checkpoints.parquet, summary.json;
     :class:`ReportError` when the run does not exist or has not finished."""
@@ -222,8 +253,16 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
 
     if metadata is None:
         metadata = load_task_metadata(workspace)
-    tasks = _scan(tasks_file, TASK_COLUMNS, TASK_SCHEMA)
-    checkpoints = _scan(checkpoints_file, CHECKPOINT_COLUMNS, CHECKPOINT_SCHEMA)
+    tasks = _scan(tasks_file, TASK_COLUMNS, TASK_FILE_SCHEMA)
+    checkpoints = _scan(checkpoints_file, CHECKPOINT_COLUMNS, CHECKPOINT_FILE_SCHEMA)
+    # columns later versions of the run store added: filled in for older runs
+    model = _model(run_id, summary, config)
+    task_names = tasks.collect_schema().names()
+    if "end_reason" not in task_names or "end_checkpoint" not in task_names:
+        tasks = tasks.drop("end_reason", "end_checkpoint", strict=False).join(
+            _end_columns(tasks, checkpoints), on=["task_id", "attempt"], how="left")
+    tasks = tasks.with_columns(pl.lit(run_id).alias("run_id"), _filled("model", model, task_names))
+    checkpoints = checkpoints.with_columns(_filled("model", model, checkpoints.collect_schema().names()))
 
     run_task_ids = tasks.select(pl.col("task_id").unique()).collect()["task_id"]
     unknown = sorted(set(run_task_ids.to_list()) - set(metadata.tasks["task_id"].to_list()))
@@ -243,7 +282,7 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
     meta = metadata.tasks.lazy().select("task_id", "task_category", "task_input_tokens", "ref_tool_calls",
                                         "has_tool_calls")
     tasks = (tasks.join(meta, on="task_id", how="left")
-             .with_columns(pl.coalesce("category", "task_category").alias("category"), pl.lit(run_id).alias("run_id"))
+             .with_columns(pl.coalesce("category", "task_category").alias("category"))
              .drop("task_category")
              .sort("task_id", "attempt"))  # a join does not keep row order
     reference = (metadata.reference.lazy()

@@ -7,7 +7,14 @@ documented types, and ``schema_version`` first.
 
 Bump :data:`SCHEMA_VERSION` when a column is removed, renamed, retyped or
 changes meaning; adding a column at the end of a table is backward compatible
-and keeps the version.
+and keeps the version.  Version 2 renamed ``group`` / ``group_order`` (``group``
+is an SQL reserved word) to ``segment`` / ``segment_order``.
+
+The per-run tables a run writes (``reports/<run_id>/tasks.parquet``,
+``checkpoints.parquet``, and a rescore's ``rescore.parquet``) are documented
+here too (:data:`RUN_TABLES`), with the types the run store writes them with;
+they carry no ``schema_version`` column (their columns follow the contract and
+only grow).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 BEGIN_MARK = "<!-- BEGIN GENERATED: python -m cirrus.report.schema docs/report-schema.md -->"
 END_MARK = "<!-- END GENERATED -->"
@@ -38,12 +45,12 @@ _RUN = Column("run_id", STR, "The run: `reports/<run_id>/` of the workspace.")
 _MODEL = Column("model", STR, "The agent under test (`model` of the run's `summary.json`).")
 _K = Column("k", I64, "K of pass@K and pass^K in this row (the run's `--pass-k` unless `cirrus report --k` overrides it).")
 _DIMENSION = Column("dimension", STR, "What the rows are grouped by: `category`, `checkpoints`, `input_tokens`, `tools` or `reply_type` (`overall` in intervals: the whole run).")
-_GROUP = Column("group", STR, "The group's label (see the dimension's section); `all` for `overall`.")
-_ORDER = Column("group_order", I64, "Position of the group in the paper's order (0-based); sort by it to print the table.")
+_SEGMENT = Column("segment", STR, "The segment (group of rows) of the dimension: its label (see the dimension's section); `all` for `overall`. Named `group` before schema version 2.")
+_ORDER = Column("segment_order", I64, "Position of the segment in the paper's order (0-based); sort by it to print the table. Named `group_order` before schema version 2.")
 
 _COUNTS = (
-    Column("n_tasks", I64, "Distinct tasks with any row in the group, error rows included."),
-    Column("n_attempts", I64, "(task, attempt) rows in the group, error rows included."),
+    Column("n_tasks", I64, "Distinct tasks with any row in the segment (the leaderboard: the run), error rows included."),
+    Column("n_attempts", I64, "(task, attempt) rows in the segment, error rows included."),
     Column("n_ok", I64, "Rows with `status = ok`: the rows scored."),
     Column("errors", I64, "Rows with `status = error` (infrastructure failures): counted, never scored."),
     Column("n_tasks_k", I64, "Tasks with at least K ok attempts: those that enter pass@K and pass^K."),
@@ -89,10 +96,10 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("cost_total", F64, "total_input_tokens / 1e6 * price_input_per_mtok + total_output_tokens / 1e6 * price_output_per_mtok: the agent's cost of the ok attempts (judge and fluency calls are not included; error attempts record no tokens); null when unknown."),
         Column("cost_per_attempt", F64, "cost_total / n_ok; null when unknown or no attempt is ok."),
     ),
-    "breakdown": (_VERSION, _RUN, _MODEL, _DIMENSION, _GROUP, _ORDER, _K, *_TASK_GROUP_COLUMNS),
+    "breakdown": (_VERSION, _RUN, _MODEL, _DIMENSION, _SEGMENT, _ORDER, _K, *_TASK_GROUP_COLUMNS),
     "breakdown_reply_type": (
         _VERSION, _RUN, _MODEL, _DIMENSION,
-        Column("group", STR, "The reference reply type of the checkpoint: Solution, Standard, Inquire, Clarify, Appease (others, from another annotator, follow)."),
+        Column("segment", STR, "The reference reply type of the checkpoint: Solution, Standard, Inquire, Clarify, Appease (others, from another annotator, follow). Named `group` before schema version 2."),
         _ORDER,
         Column("n_tasks", I64, "Distinct tasks of the run with at least one checkpoint of this type."),
         Column("n_ok", I64, "Ok attempts of those tasks."),
@@ -112,7 +119,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("avg_stl", F64, "Mean STL (output tokens) of the accepted turns of this type."),
     ),
     "intervals": (
-        _VERSION, _RUN, _MODEL, _DIMENSION, _GROUP,
+        _VERSION, _RUN, _MODEL, _DIMENSION, _SEGMENT,
         Column("metric", STR, "A column name of the leaderboard / breakdown tables (reply_type: acceptance_rate, coverage_rate, reach_rate)."),
         Column("k", I64, "K of pass@K and pass^K (as in the leaderboard); null for `reply_type`, whose metrics have none."),
         Column("estimate", F64, "The metric on the run's data: equal to the value in the leaderboard / breakdown table."),
@@ -120,7 +127,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("ci_high", F64, "Upper end of that interval."),
         Column("se", F64, "Bootstrap standard error (standard deviation of the replicates)."),
         Column("confidence", F64, "Confidence level of the interval (0.95)."),
-        Column("n_tasks", I64, "Tasks resampled: those of the group with at least one ok attempt."),
+        Column("n_tasks", I64, "Tasks resampled: those of the segment with at least one ok attempt."),
         Column("n_boot", I64, "Bootstrap replicates in which the metric was defined (a replicate without e.g. any covered >= 1 row leaves ALJ undefined)."),
         Column("seed", I64, "Seed of the resampling: the same inputs and seed give the same interval."),
     ),
@@ -158,6 +165,99 @@ FILES: dict[str, str] = {
 }
 
 
+# --------------------------------------------------------------------------
+# Per-run tables (written by the run store, read by the report)
+# --------------------------------------------------------------------------
+
+_TASK_MEANINGS = {
+    "task_id": "The task (`task_id` of `tickets/tasks.jsonl`).",
+    "attempt": "The attempt, 0-based: each task is walked max(`--pass-k`, `--runs`) times, independently.",
+    "category": "The task's service category (null when it has none).",
+    "checkpoints": "K: the task's number of checkpoints.",
+    "covered": "Checkpoints covered: the last checkpoint an accepted turn covered (a turn may cover several at once); 0 when the first turn was rejected. Null for error rows (as every score column).",
+    "accepted_turns": "Agent turns accepted by the judge.",
+    "tpr": "TPR = covered / K.",
+    "lj": "LJ = covered - accepted_turns: checkpoints skipped by covering several at once (logical jumps).",
+    "nei": "NEI = LJ / (covered - 1) when covered > 1; 1 when covered = 1; 0 when covered = 0.",
+    "mtl": "MTL: mean output tokens (STL) of the accepted turns; null (never NaN) when no turn was accepted.",
+    "success": "covered = K: every checkpoint covered.",
+    "status": "`ok`, or `error`: an infrastructure failure (API errors after retries, timeouts, unparseable judge output), left out of every score.",
+    "error": "Why an error row failed (one line); null for ok rows.",
+    "input_tokens": "Agent input tokens of the attempt: all model calls of all its turns, from the API's usage.",
+    "output_tokens": "Agent output tokens of the attempt (reasoning tokens included).",
+    "wall_s": "Wall time of the attempt (agent, judge and fluency calls), seconds.",
+    "run_id": "The run: `reports/<run_id>/` of the workspace. Added after the first release: runs written before lack it (`cirrus report` fills it in).",
+    "model": "The agent under test (`model` of the run's `summary.json`). Runs written before it existed lack it (`cirrus report` fills it in).",
+    "end_reason": "Why the walk ended: `completed` (every checkpoint covered), `rejected` (the judge did not accept the agent's turn), `fluency_stop` (the fluency checker said the next real query could no longer follow), `truncated` (rescore runs: the saved transcript has no turn for where the new judge's walk got), `error` (status = error), `unknown` (an ok row whose turns do not say; not written by Cirrus's walk). `cirrus show`'s \"walk ended\" says the same in words. Filled in by `cirrus report` for older runs.",
+    "end_checkpoint": "Where the walk ended: K for `completed`; otherwise the first checkpoint not covered: the one whose turn was rejected (`rejected`), whose query could not follow (`fluency_stop`), or that has no saved turn (`truncated`). Null for `error` and `unknown`.",
+}
+_TRUNCATED_MEANING = "Rescore runs only (`cirrus rescore`): the walk was cut where the saved transcript ends, so `covered` is a lower bound; null for error rows."
+_CHECKPOINT_MEANINGS = {
+    "task_id": "The task.",
+    "attempt": "The attempt, 0-based.",
+    "checkpoint": "k: the checkpoint (1-based) the agent's turn answered: its query was the customer's last message.",
+    "reply_type": "The reference reply type of checkpoint k: Solution, Standard, Inquire, Clarify, Appease.",
+    "accepted": "Whether the turn was accepted for checkpoint k: RR and, when k has reference tool calls, TIA, TSA and TEV.",
+    "covered_through": "j: the last checkpoint the accepted turn covered (j > k: a logical jump); null when not accepted.",
+    "tia": "TIA: the turn called any tool exactly when checkpoint k's reference did.",
+    "tsa": "TSA: every tool name of the reference calls was called in the turn; null when k has no reference tool calls.",
+    "tev": "TEV: every reference call (name and canonical arguments) was made in the turn and answered from the cassette; null when k has no reference tool calls.",
+    "rr": "RR: the coverage judge found the key information of the reference reply in the turn's reply (true for a tool-calls-only checkpoint).",
+    "stl": "STL: output tokens of the agent's turn (all its model calls, reasoning included; from the API's usage, counted with a tokenizer only where the API gave none).",
+    "fluent": "The fluency verdict after an accepted turn: can the next real query still follow this history? Null when none was asked (the turn was rejected, or it covered the last checkpoint).",
+    "tool_calls": "Tool calls the agent made in the turn.",
+    "wall_s": "Wall time of the agent's turn (its model calls and replayed tools), seconds.",
+    "run_id": "The run: `reports/<run_id>/` of the workspace. Runs written before it existed lack it.",
+    "model": "The agent under test (`model` of the run's `summary.json`). Runs written before it existed lack it.",
+}
+_RESCORE_MEANINGS = {
+    "task_id": "The task.",
+    "attempt": "The attempt, 0-based.",
+    "checkpoints": "K: the task's number of checkpoints.",
+    "source_status": "`status` of the attempt in the source run (`missing` when it has none).",
+    "status": "`status` of the attempt rescored.",
+    "source_covered": "`covered` in the source run.",
+    "covered": "`covered` with the new judge.",
+    "source_success": "`success` in the source run.",
+    "success": "`success` with the new judge.",
+    "truncated": _TRUNCATED_MEANING,
+    "turns_saved": "Agent turns the source run's transcript holds for the attempt.",
+    "turns_replayed": "Agent turns the rescore's walk judged; null for error rows.",
+    "changed": "Whether `covered` differs from the source run's (null unless both rows are ok).",
+}
+
+
+def _run_columns(schema: dict[str, object], meanings: dict[str, str]) -> tuple[Column, ...]:
+    if set(schema) != set(meanings):  # a column written must be documented, and only those
+        raise ValueError(f"per-run columns without a meaning: {sorted(set(schema) - set(meanings))}; "
+                         f"meanings of no column: {sorted(set(meanings) - set(schema))}")
+    return tuple(Column(name, dtype() if isinstance(dtype, type) else dtype, meanings[name])  # type: ignore[arg-type]
+                 for name, dtype in schema.items())
+
+
+def _run_tables() -> dict[str, tuple[Column, ...]]:
+    from cirrus.evaluate.rescore import RESCORE_COLUMNS
+    from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, TASK_FILE_SCHEMA
+
+    return {
+        "tasks": (*_run_columns(TASK_FILE_SCHEMA, _TASK_MEANINGS), Column("truncated", pl.Boolean(), _TRUNCATED_MEANING)),
+        "checkpoints": _run_columns(CHECKPOINT_FILE_SCHEMA, _CHECKPOINT_MEANINGS),
+        "rescore": _run_columns({n: getattr(pl, t) for n, t in RESCORE_COLUMNS.items()}, _RESCORE_MEANINGS),
+    }
+
+
+RUN_TABLES: dict[str, tuple[Column, ...]] = _run_tables()
+# file of reports/<run_id>/ -> table
+RUN_FILES: dict[str, str] = {"tasks.parquet": "tasks", "checkpoints.parquet": "checkpoints",
+                             "rescore.parquet": "rescore"}
+RUN_TABLE_NOTES = {
+    "tasks": "One row per (task, attempt), in (task_id, attempt) order. `truncated` is written by `cirrus rescore` only, "
+             "after the other columns.",
+    "checkpoints": "One row per agent turn judged, in (task_id, attempt, checkpoint) order; error attempts have none.",
+    "rescore": "`cirrus rescore` runs only: the source run and the rescore side by side, one row per (task, attempt).",
+}
+
+
 def polars_schema(table: str) -> pl.Schema:
     return pl.Schema({c.name: c.dtype for c in TABLES[table]})
 
@@ -182,21 +282,39 @@ def empty(table: str) -> pl.DataFrame:
 
 
 _DUCKDB_TYPES = {pl.Int64: "BIGINT", pl.Float64: "DOUBLE", pl.Utf8: "VARCHAR", pl.Boolean: "BOOLEAN"}
+_PARQUET_TYPES = {"BIGINT": "int64", "DOUBLE": "double", "VARCHAR": "string", "BOOLEAN": "boolean"}
+
+
+def type_label(dtype: pl.DataType) -> str:
+    """``int64 / BIGINT``: a column's type in Parquet and in DuckDB, as the
+    column tables of the schema document give it."""
+    sql = _DUCKDB_TYPES[type(dtype)]
+    return f"{_PARQUET_TYPES[sql]} / {sql}"
+
+
+def _column_table(columns: tuple[Column, ...]) -> list[str]:
+    lines = ["| column | type (Parquet / DuckDB) | meaning |", "| --- | --- | --- |"]
+    for c in columns:
+        meaning = c.meaning.replace("|", r"\|")
+        lines.append(f"| `{c.name}` | {type_label(c.dtype)} | {meaning} |")
+    return lines
 
 
 def markdown() -> str:
-    """The column tables of ``docs/report-schema.md``."""
+    """The column tables of ``docs/report-schema.md``: the report's tables,
+    then the per-run tables."""
     lines: list[str] = [f"Schema version: **{SCHEMA_VERSION}**.", ""]
     for table, columns in TABLES.items():
         files = [name for name, schema in FILES.items() if schema == table]
         lines += [f"### `{table}`", "", "Files: " + ", ".join(f"`{f}`" for f in files) + ".", "",
-                  "| column | type (Parquet / DuckDB) | meaning |", "| --- | --- | --- |"]
-        for c in columns:
-            sql = _DUCKDB_TYPES[type(c.dtype)]
-            parquet = {"BIGINT": "int64", "DOUBLE": "double", "VARCHAR": "string", "BOOLEAN": "boolean"}[sql]
-            meaning = c.meaning.replace("|", r"\|")
-            lines.append(f"| `{c.name}` | {parquet} / {sql} | {meaning} |")
-        lines.append("")
+                  *_column_table(columns), ""]
+    lines += ["### Per-run tables", "",
+              "Written by `cirrus eval` (and `cirrus rescore`) to `reports/<run_id>/`; no `schema_version` "
+              "column: their columns follow the contract and only grow, new ones at the end.", ""]
+    for table, columns in RUN_TABLES.items():
+        files = [name for name, schema in RUN_FILES.items() if schema == table]
+        lines += [f"### `{table}` (per run)", "", "Files: " + ", ".join(f"`reports/<run_id>/{f}`" for f in files)
+                  + ". " + RUN_TABLE_NOTES[table], "", *_column_table(columns), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

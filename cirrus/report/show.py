@@ -29,17 +29,18 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from cirrus.console import cli_console
 from cirrus.files import read_jsonl
 from cirrus.workspace import REPORTS_DIR
 
-console = Console(stderr=True, soft_wrap=True)
-out = Console()
+console = cli_console(stderr=True)
+out = cli_console()
 
 RUN_FILE = "run.json"
 ATTEMPTS_FILE = "attempts.jsonl"
@@ -107,24 +108,33 @@ def failed(row: dict[str, Any]) -> bool:
 
 
 def stop_reason(row: dict[str, Any], short: bool = False) -> str:
-    """Why the walk of this attempt ended, in a few words (fewer with ``short``)."""
-    if row.get("status") != "ok":
+    """Why the walk of this attempt ended, in a few words (fewer with
+    ``short``): :func:`cirrus.evaluate.store.end_reason` (``end_reason`` of
+    ``tasks.parquet``) in words, with its ``end_checkpoint``."""
+    # imported here: the run store imports polars, and ``cirrus --help`` imports this module
+    from cirrus.evaluate.store import (
+        END_COMPLETED,
+        END_ERROR,
+        END_FLUENCY_STOP,
+        END_REJECTED,
+        END_TRUNCATED,
+        end_checkpoint,
+        end_reason,
+    )
+
+    reason, at = end_reason(row), end_checkpoint(row)
+    if reason == END_ERROR:
         return f"error: {row.get('error') or 'unknown'}"
-    turns = row.get("turns") or []
-    last = turns[-1] if turns else {}
-    after = (last.get("covered_through") or 0) + 1
-    if row.get("truncated"):
-        return f"truncated before {after}" if short else \
-            f"truncated: the saved transcript has no turn for checkpoint {after} (the agent was not called)"
-    if not turns:
-        return "no turn judged"
-    if not last.get("accepted"):
-        return f"rejected at {last.get('checkpoint')}" if short else f"rejected at checkpoint {last.get('checkpoint')}"
-    if row.get("covered") == row.get("checkpoints"):
+    if reason == END_TRUNCATED:
+        return f"truncated before {at}" if short else \
+            f"truncated: the saved transcript has no turn for checkpoint {at} (the agent was not called)"
+    if reason == END_COMPLETED:
         return "all covered" if short else "all checkpoints covered"
-    if last.get("fluent") is False:
-        return f"not fluent before {after}" if short else f"fluency check failed before checkpoint {after}"
-    return "stopped"
+    if reason == END_REJECTED:
+        return f"rejected at {at}" if short else f"rejected at checkpoint {at}"
+    if reason == END_FLUENCY_STOP:
+        return f"not fluent before {at}" if short else f"fluency check failed before checkpoint {at}"
+    return "no turn judged" if not row.get("turns") else "stopped"
 
 
 def _fmt(value: Any) -> str:
@@ -198,8 +208,8 @@ def attempts_table(rows: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
-def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None) -> Panel:
-    body = Table(show_header=False, box=None, padding=(0, 1), expand=True)
+def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None, expand: bool = True) -> Panel:
+    body = Table(show_header=False, box=None, padding=(0, 1), expand=expand)
     body.add_column("what", style="bold", no_wrap=True)
     body.add_column("value", ratio=1)
     body.add_row("customer", Text(_cut(turn.get("query", ""), width)))
@@ -232,10 +242,13 @@ def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None) 
     else:
         title = Text(f"checkpoint {turn.get('checkpoint')}: REJECTED", style="bold red")
     reply_type = stats.get("reply_type") or ""
-    return Panel(body, title=title, subtitle=Text(reply_type) if reply_type else None, title_align="left")
+    return Panel(body, title=title, subtitle=Text(reply_type) if reply_type else None, title_align="left",
+                 expand=expand)
 
 
-def walk_view(view: RunView, row: dict[str, Any], width: int | None) -> Group:
+def walk_view(view: RunView, row: dict[str, Any], width: int | None, expand: bool = True) -> Group:
+    """One attempt's walk; ``expand=False``: panels as wide as their text,
+    not the console (output that is not a terminal)."""
     key = (row["task_id"], row["attempt"])
     transcript = view.transcripts.get(key) or {}
     header = Table(show_header=False, title=Text(f"task {row['task_id']}, attempt {row['attempt']}"))
@@ -252,7 +265,7 @@ def walk_view(view: RunView, row: dict[str, Any], width: int | None) -> Group:
     stats_by_turn = row.get("turns") or []
     for index, turn in enumerate(transcript.get("turns") or []):
         stats = stats_by_turn[index] if index < len(stats_by_turn) else {}
-        parts.append(_turn_panel(turn, stats, width))
+        parts.append(_turn_panel(turn, stats, width, expand))
     covered, total = row.get("covered") or 0, row.get("checkpoints") or 0
     if row.get("status") == "ok" and covered < total:
         missing = f"checkpoint {total}" if covered + 1 == total else f"checkpoints {covered + 1}-{total}"
@@ -327,7 +340,7 @@ def show(
         out.print(Text(f"task {task} has no failing attempt in run {run_id} "
                        f"({len(attempts)} attempts, all successful)"))
         return
-    out.print(walk_view(view, chosen, cut))
+    out.print(walk_view(view, chosen, cut, expand=not getattr(out, "unbounded", False)))
     others = [r for r in attempts if r is not chosen]
     if others:
         listed = ", ".join(f"{r['attempt']}: {'error' if r.get('status') != 'ok' else 'ok' if r.get('success') else 'failed'}"

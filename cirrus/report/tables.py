@@ -58,7 +58,7 @@ _OK = pl.col("status") == "ok"
 
 def group_label(dimension: str) -> pl.Expr:
     """The group of a ``Run.tasks`` row for a task-level dimension (or
-    ``overall``), as a string expression named ``group``."""
+    ``overall``), as a string expression named ``segment`` (the label of its segment)."""
     if dimension == OVERALL:
         label = pl.lit("all")
     elif dimension == "category":
@@ -77,7 +77,7 @@ def group_label(dimension: str) -> pl.Expr:
                  .otherwise(pl.lit(TOOL_GROUPS[1])))
     else:
         raise ValueError(f"unknown task-level dimension {dimension!r}; choose one of {', '.join(TASK_DIMENSIONS)}")
-    return label.alias("group")
+    return label.alias("segment")
 
 
 def fixed_groups(dimension: str) -> tuple[str, ...]:
@@ -119,7 +119,7 @@ def _score_task_stats(run: Run, dimension: str, k: int) -> pl.DataFrame:
     attempts = run.tasks.with_columns(group_label(dimension)).filter(_OK)
     reached = pl.col("covered") >= 1
     has_mtl = pl.col("mtl").is_finite().fill_null(False)  # dataset_metrics skips a missing (or NaN) MTL
-    per_task = (attempts.group_by("group", "task_id").agg(
+    per_task = (attempts.group_by("segment", "task_id").agg(
         pl.len().cast(pl.Int64).alias("n_ok"),
         pl.col("success").cast(pl.Int64).sum().alias("c"),
         pl.col("tpr").sum().alias("atpr__sum"),
@@ -141,13 +141,13 @@ def _score_task_stats(run: Run, dimension: str, k: int) -> pl.DataFrame:
         pl.col("p_hat_k").is_not_null().cast(pl.Float64).alias("pass_hat_k__n"),
     ).drop("p_at_k", "p_hat_k")
     turns = (run.checkpoints.filter(_OK)
-             .join(attempts.select("task_id", "attempt", "group"), on=["task_id", "attempt"], how="inner")
-             .group_by("group", "task_id")
+             .join(attempts.select("task_id", "attempt", "segment"), on=["task_id", "attempt"], how="inner")
+             .group_by("segment", "task_id")
              .agg(*(e for m in TURN_METRICS for e in (
                  pl.col(m).cast(pl.Float64).sum().alias(f"{m}__sum"),
                  pl.col(m).is_not_null().cast(pl.Float64).sum().alias(f"{m}__n"))))
              .collect())
-    per_task = per_task.join(turns, on=["group", "task_id"], how="left").with_columns(
+    per_task = per_task.join(turns, on=["segment", "task_id"], how="left").with_columns(
         pl.col(f"{m}__{part}").fill_null(0.0) for m in TURN_METRICS for part in ("sum", "n"))
     return per_task
 
@@ -161,13 +161,13 @@ def _reply_type_task_stats(run: Run) -> pl.DataFrame:
                          (pl.col("checkpoint") <= pl.col("covered")).alias("is_covered"),
                          (pl.col("checkpoint") <= pl.max_horizontal("covered", pl.col("max_judged").fill_null(0)))
                          .alias("is_reached"))
-                     .group_by(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("group"), "task_id")
+                     .group_by(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("segment"), "task_id")
                      .agg(pl.len().cast(pl.Float64).alias("n_reference"),
                           pl.col("is_covered").cast(pl.Float64).sum().alias("n_covered"),
                           pl.col("is_reached").cast(pl.Float64).sum().alias("n_reached")))
     accepted = pl.col("accepted").fill_null(False)
     judged = (run.checkpoints.filter(_OK)
-              .group_by(pl.col("reply_type").fill_null(UNKNOWN).alias("group"), "task_id")
+              .group_by(pl.col("reply_type").fill_null(UNKNOWN).alias("segment"), "task_id")
               .agg(pl.len().cast(pl.Float64).alias("n_judged"),
                    accepted.cast(pl.Float64).sum().alias("n_accepted"),
                    *(e for m in TURN_METRICS for e in (
@@ -175,8 +175,8 @@ def _reply_type_task_stats(run: Run) -> pl.DataFrame:
                        pl.col(m).is_not_null().cast(pl.Float64).sum().alias(f"{m}__n"))),
                    pl.col("stl").filter(accepted).cast(pl.Float64).sum().alias("avg_stl__sum"),
                    accepted.cast(pl.Float64).sum().alias("avg_stl__n")))
-    stats = opportunities.join(judged, on=["group", "task_id"], how="full", coalesce=True).collect()
-    numeric = [c for c in stats.columns if c not in ("group", "task_id")]
+    stats = opportunities.join(judged, on=["segment", "task_id"], how="full", coalesce=True).collect()
+    numeric = [c for c in stats.columns if c not in ("segment", "task_id")]
     return stats.with_columns(pl.col(numeric).fill_null(0.0)).with_columns(
         pl.col("n_accepted").alias("acceptance_rate__sum"), pl.col("n_judged").alias("acceptance_rate__n"),
         pl.col("n_covered").alias("coverage_rate__sum"), pl.col("n_reference").alias("coverage_rate__n"),
@@ -186,7 +186,7 @@ def _reply_type_task_stats(run: Run) -> pl.DataFrame:
 
 def task_stats(runs: Sequence[Run], dimension: str = OVERALL, k: int | None = None) -> pl.DataFrame:
     """One row per (run, group, task) with at least one ok attempt:
-    ``run_id``, ``group``, ``task_id`` and, for every metric ``m`` of the
+    ``run_id``, ``segment``, ``task_id`` and, for every metric ``m`` of the
     dimension, ``m__sum`` and ``m__n`` such that the group's metric is
     ``sum(m__sum) / sum(m__n)`` over its tasks (undefined when the count is
     0).  For a task-level dimension (or ``overall``) the metrics are
@@ -215,7 +215,7 @@ def task_stats(runs: Sequence[Run], dimension: str = OVERALL, k: int | None = No
     frame = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
     if frame.is_empty() and not frame.columns:
         return frame
-    first = ["run_id", "group", "task_id"]
+    first = ["run_id", "segment", "task_id"]
     return frame.select(*first, *(c for c in frame.columns if c not in first)).sort(first)
 
 
@@ -243,7 +243,7 @@ def _scores(run: Run, attempts: pl.DataFrame, k: int) -> dict[str, Any]:
             "amtl": metrics.amtl}
 
 
-_SCORES_SCHEMA = {"group": pl.Utf8, "group_order": pl.Int64, "n_tasks": pl.Int64, "n_attempts": pl.Int64,
+_SCORES_SCHEMA = {"segment": pl.Utf8, "segment_order": pl.Int64, "n_tasks": pl.Int64, "n_attempts": pl.Int64,
                   "n_ok": pl.Int64, "errors": pl.Int64, "n_tasks_k": pl.Int64, **{m: pl.Float64 for m in SCORE_METRICS}}
 
 
@@ -252,12 +252,12 @@ def _task_groups(run: Run, dimension: str, k: int) -> pl.DataFrame:
     without ``schema_version``), plus the usage sums the leaderboard needs."""
     attempts = run.tasks.with_columns(group_label(dimension))
     collected = attempts.collect()
-    parts = {key[0]: frame for key, frame in collected.partition_by("group", as_dict=True).items()}
+    parts = {key[0]: frame for key, frame in collected.partition_by("segment", as_dict=True).items()}
     groups = ordered_groups(dimension, list(parts))
     empty = collected.clear()
-    rows = [{"group": g, "group_order": i, **_scores(run, parts.get(g, empty), k)} for i, g in enumerate(groups)]
+    rows = [{"segment": g, "segment_order": i, **_scores(run, parts.get(g, empty), k)} for i, g in enumerate(groups)]
     scores = pl.DataFrame(rows, schema=_SCORES_SCHEMA)
-    usage = (attempts.filter(_OK).group_by("group").agg(
+    usage = (attempts.filter(_OK).group_by("segment").agg(
         pl.col("input_tokens").mean().alias("avg_input_tokens"),
         pl.col("output_tokens").mean().alias("avg_output_tokens"),
         pl.col("wall_s").mean().alias("avg_wall_s"),
@@ -266,13 +266,13 @@ def _task_groups(run: Run, dimension: str, k: int) -> pl.DataFrame:
         pl.col("wall_s").sum().alias("total_wall_s"),
     ))
     turns = (run.checkpoints.filter(_OK)
-             .join(attempts.select("task_id", "attempt", "group"), on=["task_id", "attempt"], how="inner")
-             .group_by("group").agg(*(pl.col(m).cast(pl.Float64).mean().alias(m) for m in (*TURN_METRICS, "fluent")),
+             .join(attempts.select("task_id", "attempt", "segment"), on=["task_id", "attempt"], how="inner")
+             .group_by("segment").agg(*(pl.col(m).cast(pl.Float64).mean().alias(m) for m in (*TURN_METRICS, "fluent")),
                                     pl.len().cast(pl.Int64).alias("n_turns")))
-    joined = (scores.lazy().join(usage, on="group", how="left").join(turns, on="group", how="left")
+    joined = (scores.lazy().join(usage, on="segment", how="left").join(turns, on="segment", how="left")
               .with_columns(pl.col("n_turns").fill_null(0), pl.col("total_input_tokens").fill_null(0),
                             pl.col("total_output_tokens").fill_null(0), pl.col("total_wall_s").fill_null(0.0))
-              .sort("group_order").collect())
+              .sort("segment_order").collect())
     return joined.with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(run.model).alias("model"),
                                pl.lit(dimension).alias("dimension"), pl.lit(k, dtype=pl.Int64).alias("k"))
 
@@ -313,23 +313,23 @@ def _reply_type_breakdown(runs: Sequence[Run]) -> pl.DataFrame:
     for run in runs:
         stats = _reply_type_task_stats(run)
         sums = ("n_reference", "n_reached", "n_covered", "n_judged", "n_accepted")
-        grouped = stats.group_by("group").agg(
+        grouped = stats.group_by("segment").agg(
             *(pl.col(c).sum().cast(pl.Int64) for c in sums),
             *(ratio(m) for m in (*REPLY_TYPE_METRICS, *TURN_METRICS, "avg_stl")))
         # tasks and attempts per type, error attempts included
-        types = run.reference.select(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("group"), "task_id").unique()
+        types = run.reference.select(pl.col("ref_reply_type").fill_null(UNKNOWN).alias("segment"), "task_id").unique()
         attempts = (run.tasks.select("task_id", "status").join(types, on="task_id", how="inner")
-                    .group_by("group").agg(pl.col("task_id").n_unique().cast(pl.Int64).alias("n_tasks"),
+                    .group_by("segment").agg(pl.col("task_id").n_unique().cast(pl.Int64).alias("n_tasks"),
                                            _OK.sum().cast(pl.Int64).alias("n_ok"),
                                            (~_OK).sum().cast(pl.Int64).alias("errors"))
                     .collect())
-        found = set(grouped["group"].to_list()) | set(attempts["group"].to_list())
-        order = pl.DataFrame({"group": ordered_groups("reply_type", list(found))}).with_row_index("group_order")
-        frame = (order.join(attempts, on="group", how="left").join(grouped, on="group", how="left")
+        found = set(grouped["segment"].to_list()) | set(attempts["segment"].to_list())
+        order = pl.DataFrame({"segment": ordered_groups("reply_type", list(found))}).with_row_index("segment_order")
+        frame = (order.join(attempts, on="segment", how="left").join(grouped, on="segment", how="left")
                  .with_columns(pl.col(c).fill_null(0) for c in ("n_tasks", "n_ok", "errors", *sums))
                  .with_columns(pl.lit(run.run_id).alias("run_id"), pl.lit(run.model).alias("model"),
                                pl.lit("reply_type").alias("dimension")))
-        frames.append(frame.sort("group_order"))
+        frames.append(frame.sort("segment_order"))
     return conform(pl.concat(frames, how="diagonal_relaxed"), "breakdown_reply_type")
 
 
@@ -365,7 +365,7 @@ def leaderboard(runs: Sequence[Run], k: int | None = None,
         price = _price(run, parsed)
         row = frame.row(0, named=True)
         cost = price.cost(row["total_input_tokens"], row["total_output_tokens"]) if price else None
-        rows.append(frame.drop("dimension", "group", "group_order").with_columns(
+        rows.append(frame.drop("dimension", "segment", "segment_order").with_columns(
             pl.lit(run.summary.get("judge"), dtype=pl.Utf8).alias("judge"),
             pl.lit(run.summary.get("fluency"), dtype=pl.Utf8).alias("fluency_checker"),
             pl.lit(run.dataset, dtype=pl.Utf8).alias("dataset"),

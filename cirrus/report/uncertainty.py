@@ -253,11 +253,11 @@ def intervals(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAUL
                 continue
             order = _group_order(dimension, stats)
             for group in order:
-                part = stats.filter(pl.col("group") == group)
+                part = stats.filter(pl.col("segment") == group)
                 result = ratio_bootstrap(*_arrays(part, metrics), n_boot=n_boot, seed=seed, confidence=confidence)
                 for i, metric in enumerate(metrics):
                     rows.append({
-                        "run_id": run.run_id, "model": run.model, "dimension": dimension, "group": group,
+                        "run_id": run.run_id, "model": run.model, "dimension": dimension, "segment": group,
                         "metric": metric, "k": run_k if dimension in (OVERALL, *TASK_DIMENSIONS) else None,
                         "estimate": _value(result.estimate[i]), "ci_low": _value(result.low[i]),
                         "ci_high": _value(result.high[i]), "se": _value(result.se[i]), "confidence": confidence,
@@ -271,7 +271,7 @@ def intervals(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAUL
 
 
 def _group_order(dimension: str, stats: pl.DataFrame) -> list[str]:
-    found = stats["group"].unique().to_list()
+    found = stats["segment"].unique().to_list()
     return [g for g in ordered_groups(dimension, found) if g in found]
 
 

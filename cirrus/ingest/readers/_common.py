@@ -75,6 +75,14 @@ def show(value: object) -> str:
     return f"(a {type(value).__name__}, not shown)"
 
 
+def role_name(value: Any) -> Any:
+    """A role (or speaker) as the readers compare it: a string lowercased,
+    with surrounding whitespace dropped (real exports write ``"Agent"``,
+    ``"TOOL_CALL"``, ``" user"``); anything else unchanged, so that the
+    caller reports it with the original value."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
 def id_str(value: Any, field: str, ticket_id: str | None = None) -> str:
     """An identifier as a string: strings as they are, integers converted
     (task ids are often numbers); anything else, or empty, is an error."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cirrus.ingest.readers._common import as_dict, as_list, id_str, show
+from cirrus.ingest.readers._common import as_dict, as_list, id_str, role_name, show
 from cirrus.schema import Event, SourceRef, Ticket, TicketError, openai_function_name
 
 NAME = "abcd"
@@ -97,7 +97,8 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         where = f"original[{i}]"
         if not (isinstance(turn, list) and len(turn) == 2 and all(isinstance(x, str) for x in turn)):
             raise TicketError(f"{where} is not a [speaker, text] pair", ticket_id)
-        speaker, text = turn
+        raw_speaker, text = turn
+        speaker = role_name(raw_speaker)  # case and surrounding whitespace ignored, like roles
         if speaker in _ROLES:
             events.append(Event(_ROLES[speaker], text=text))
         elif speaker == "action":
@@ -108,7 +109,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
             events.append(Event("tool_call", call_id=call_id, name=name, arguments=arguments_for(action, values)))
             events.append(Event("tool_result", call_id=call_id, content=text))
         else:
-            raise TicketError(f"{where}: unknown speaker {show(speaker)}", ticket_id)
+            raise TicketError(f"{where}: unknown speaker {show(raw_speaker)}", ticket_id)
     return Ticket(
         ticket_id=ticket_id,
         events=events,

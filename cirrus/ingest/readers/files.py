@@ -14,6 +14,7 @@ import json
 import os
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate
@@ -63,6 +64,68 @@ class RawRecord:
 
 def is_ticket_file(name: str) -> bool:
     return name.lower().endswith(EXTENSIONS)
+
+
+class NoTicketFiles(ValueError):
+    """The raw input holds no file the readers read (a usage error: nothing
+    would be read, so nothing is started).  The message names what is there
+    instead; it never quotes file contents."""
+
+
+_WANTED = ".json, .jsonl, .json.gz or .jsonl.gz"
+
+
+def check_input(path: Path) -> None:
+    """Raise :class:`NoTicketFiles` when ``path`` is a file with another
+    extension, or a folder tree without a single ticket file; raise
+    ``FileNotFoundError`` when it does not exist.  Stops at the first ticket
+    file found, so a normal input costs one short walk."""
+    path = Path(path)
+    if path.is_file():
+        if not is_ticket_file(path.name):
+            ext = _extension(path.name)
+            raise NoTicketFiles(f"{path} is not a {_WANTED} file ({f'a {ext} file' if ext else 'it has no extension'})")
+        return
+    if next(iter_files(path), None) is not None:  # raises FileNotFoundError for a missing path
+        return
+    found: Counter[str] = Counter()
+    folders = skipped_links = other = 0
+    stack = [path]
+    while stack:
+        with os.scandir(stack.pop()) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    folders += 1
+                    stack.append(Path(entry.path))
+                elif entry.is_dir():  # a symlinked folder: never followed (no cycles)
+                    skipped_links += 1
+                elif entry.is_file():
+                    found[_extension(entry.name)] += 1
+                else:
+                    other += 1  # a broken link, a socket, a pipe
+    shown = f"{str(path).rstrip(os.sep)}{os.sep}"
+    if not (found or skipped_links or other):
+        subfolders = f" (only {folders} empty folder{'s' if folders != 1 else ''})" if folders else ""
+        raise NoTicketFiles(f"{shown} is empty{subfolders}: nothing to ingest; "
+                            f"cirrus ingest reads {_WANTED} files")
+    parts = [f"{n} {ext}" if ext else f"{n} without extension"
+             for ext, n in sorted(found.items(), key=lambda kv: (-kv[1], not kv[0], kv[0]))]
+    if skipped_links:
+        parts.append(f"{skipped_links} symlinked folder{'s' if skipped_links != 1 else ''} (not followed)")
+    if other:
+        parts.append(f"{other} other entr{'ies' if other != 1 else 'y'} (broken links or special files)")
+    raise NoTicketFiles(f"no {_WANTED} files under {shown} (found {', '.join(parts)})")
+
+
+def _extension(name: str) -> str:
+    """How a file name ends, for messages: ``.txt``, ``.csv.gz``, or ``""``
+    for none (dot files like ``.DS_Store`` included)."""
+    suffixes = [s.lower() for s in Path(name.lstrip(".")).suffixes]
+    if not suffixes:
+        return ""
+    if suffixes[-1] == ".gz" and len(suffixes) > 1:
+        return "".join(suffixes[-2:])
+    return suffixes[-1]
 
 
 def iter_files(path: Path) -> Iterator[tuple[Path, str]]:

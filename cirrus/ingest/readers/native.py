@@ -13,6 +13,8 @@ Decisions beyond the contract:
   ``call_id`` is renamed ``<id>~<n>`` and a result answers the latest call
   with its id (see :class:`CallIds`), so call ids are unique per ticket.
 - ``arguments`` defaults to ``{}``, ``content`` to null.
+- Roles are matched case-insensitively, surrounding whitespace ignored
+  (``"Agent"``, ``" TOOL_CALL "``); an unknown role is still an error.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from cirrus.ingest.readers._common import (
     id_str,
     opt_str,
     parse_knowledge,
+    role_name,
     show,
     ticket_id_of,
 )
@@ -71,11 +74,12 @@ def parse_events(raw_events: list[Any], ticket_id: str) -> list[Event]:
     for i, raw in enumerate(raw_events):
         where = f"events[{i}]"
         event = as_dict(raw, where, ticket_id)
-        role = event.get("role")
-        if role is None:
+        raw_role = event.get("role")
+        if raw_role is None:
             raise TicketError(f"{where}: missing role", ticket_id)
+        role = role_name(raw_role)
         if role not in EVENT_ROLES:
-            raise TicketError(f"{where}: unknown role {show(role)}", ticket_id)
+            raise TicketError(f"{where}: unknown role {show(raw_role)}", ticket_id)
         ts = _timestamp(event.get("ts"), where, ticket_id)
         if role == "tool_call":
             call_id = calls.call(_call_id(event, where, ticket_id) or f"auto-{i}")

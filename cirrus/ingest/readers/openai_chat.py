@@ -17,6 +17,9 @@ Decisions beyond the contract:
   renamed ``<id>~<n>`` and a tool message answers the latest call with its
   id (tau-bench reuses ids within a transcript); ``arguments``
   may be a JSON string (parsed; empty means ``{}``) or already a value.
+- Roles are matched case-insensitively, surrounding whitespace ignored
+  (``"User"``, ``"Assistant"``, ``"System"``, ``"Tool"``); an unknown role is
+  still an error.
 - Tool content that is a string holding a JSON object or array is parsed, so
   that de-identification can work field by field.
 """
@@ -34,6 +37,7 @@ from cirrus.ingest.readers._common import (
     loads,
     opt_str,
     parse_knowledge,
+    role_name,
     show,
     ticket_id_of,
 )
@@ -69,7 +73,8 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
     for i, raw in enumerate(messages):
         where = f"{key}[{i}]"
         message = as_dict(raw, where, ticket_id)
-        role = message.get("role")
+        raw_role = message.get("role")
+        role = role_name(raw_role)
         if role in ("system", "developer"):
             text = _text(message.get("content"), where, ticket_id)
             if seen_system:
@@ -100,7 +105,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         elif role is None:
             raise TicketError(f"{where}: missing role", ticket_id)
         else:
-            raise TicketError(f"{where}: unknown role {show(role)}", ticket_id)
+            raise TicketError(f"{where}: unknown role {show(raw_role)}", ticket_id)
 
     if not events:
         raise TicketError(f"{key} holds no messages besides the system prompt", ticket_id)
