@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -14,8 +18,62 @@ SAMPLE_RAW = REPO / "tickets" / "raw"
 SAMPLE_KB = REPO / "tickets" / "kb"
 
 
+# --------------------------------------------------------------------------
+# CI: no silent skips, reproducible property tests
+# --------------------------------------------------------------------------
+
+
+def in_ci() -> bool:
+    """Whether the suite runs in CI (CI sets ``CI=true``)."""
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the current test for ``reason`` -- except in CI, where a missing
+    prerequisite (../shared, chromium) must not turn a test into a silent
+    skip: there the test fails, with the same reason."""
+    if in_ci():
+        pytest.fail(f"{reason} [CI=true: a missing prerequisite fails instead of skipping]", pytrace=False)
+    pytest.skip(reason)
+
+
+def shared_missing_reason(path: Path) -> str:
+    return f"{path} is absent (../shared/data is not checked out beside the repo)"
+
+
 def needs_shared(path: Path):
-    return pytest.mark.skipif(not path.exists(), reason=f"{path} is absent (../shared/data is not checked out beside the repo)")
+    """Mark a test that reads ``path`` under ../shared/data: skipped when it is
+    absent, failed when it is absent in CI (see :func:`skip_or_fail`)."""
+    return pytest.mark.shared_data(path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "shared_data(path): needs that file under ../shared/data (skipped when "
+                                       "absent; failed when absent in CI)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("shared_data"):
+        for path in mark.args:
+            if not Path(path).exists():
+                skip_or_fail(shared_missing_reason(Path(path)))
+
+
+# Property tests draw new random examples on every run unless derandomized:
+# in CI every run draws the same examples (a failure reproduces), never times
+# out on a slow runner, and prints the blob that replays a failure.  Explicit
+# @settings(...) of a test inherit what they leave out from the profile loaded
+# here (conftest is imported before the test modules).
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+if in_ci():
+    settings.load_profile("ci")
+
+
+# --------------------------------------------------------------------------
+# Shared fixtures
+# --------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -32,22 +90,42 @@ def deidentifier(pipeline_config):
     return Deidentifier(pipeline_config.deid)
 
 
-def sample_with_baseline_runs(workspace: Path, pipeline_config) -> Path:
-    """Ingest the sample workspace into ``workspace`` and evaluate both
-    offline baselines on it (runs ``oracle`` and ``retrieval``, K = 2)."""
+def ingest_sample(workspace: Path, pipeline_config) -> dict:
+    """Ingest the sample input (tickets/raw, --kb tickets/kb) into
+    ``workspace``; the manifest."""
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    return run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config,
+                                    kb_dir=SAMPLE_KB, progress=False)).manifest
+
+
+def evaluate_baselines(workspace: Path) -> Path:
+    """Evaluate both offline baselines on an ingested ``workspace`` (runs
+    ``oracle`` and ``retrieval``, K = 2)."""
     from typer.testing import CliRunner
 
     from cirrus.cli import app
-    from cirrus.ingest.run import IngestOptions, run_ingest
 
-    run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
-                             progress=False))
     runner = CliRunner()
     for model, run_id in (("baseline:oracle", "oracle"), ("baseline:retrieval", "retrieval")):
         result = runner.invoke(app, ["eval", "--model", model, "-w", str(workspace), "--run-id", run_id,
                                      "--pass-k", "2", "-q"])
         assert result.exit_code == 0, result.output
     return workspace
+
+
+def sample_with_baseline_runs(workspace: Path, pipeline_config) -> Path:
+    """Ingest the sample workspace into ``workspace`` and evaluate both
+    offline baselines on it (runs ``oracle`` and ``retrieval``, K = 2).
+    Tests use the shared ``sample_runs`` fixture instead (built once)."""
+    ingest_sample(workspace, pipeline_config)
+    return evaluate_baselines(workspace)
+
+
+def copy_workspace(source: Path, target: Path) -> Path:
+    """A private copy of a shared workspace, for a test that writes to it."""
+    shutil.copytree(source, target)
+    return target
 
 
 def workspace_snapshot(workspace: Path) -> dict[str, bytes]:
@@ -62,3 +140,49 @@ def workspace_snapshot(workspace: Path) -> dict[str, bytes]:
             data = json.dumps(manifest, sort_keys=True).encode()
         files[path.relative_to(workspace).as_posix()] = data
     return files
+
+
+def _unchanged(workspace: Path, before: dict[str, bytes], fixture: str) -> None:
+    after = workspace_snapshot(workspace)
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    assert not changed, (f"a test wrote into the shared {fixture} workspace (use copy_workspace or "
+                         f"{fixture}_copy): {changed[:10]}")
+
+
+# Built once per test process (pytest-xdist: once per worker) and shared:
+# read only.  A test that writes gets its own copy (``*_copy`` fixtures, or
+# copy_workspace for a module-scoped fixture); a shared workspace a test
+# changed fails the session at teardown.
+
+
+@pytest.fixture(scope="session")
+def sample_ingest(tmp_path_factory, pipeline_config) -> Path:
+    """The sample workspace: tickets/raw ingested with --kb tickets/kb."""
+    workspace = tmp_path_factory.mktemp("sample-ingest") / "ws"
+    ingest_sample(workspace, pipeline_config)
+    before = workspace_snapshot(workspace)
+    yield workspace
+    _unchanged(workspace, before, "sample_ingest")
+
+
+@pytest.fixture(scope="session")
+def sample_runs(tmp_path_factory, sample_ingest) -> Path:
+    """The sample workspace with both offline baselines evaluated on it
+    (runs ``oracle`` and ``retrieval``, K = 2)."""
+    workspace = copy_workspace(sample_ingest, tmp_path_factory.mktemp("sample-runs") / "ws")
+    evaluate_baselines(workspace)
+    before = workspace_snapshot(workspace)
+    yield workspace
+    _unchanged(workspace, before, "sample_runs")
+
+
+@pytest.fixture
+def sample_ingest_copy(sample_ingest, tmp_path) -> Path:
+    """This test's own copy of ``sample_ingest`` (``tmp_path / "ws"``)."""
+    return copy_workspace(sample_ingest, tmp_path / "ws")
+
+
+@pytest.fixture
+def sample_runs_copy(sample_runs, tmp_path) -> Path:
+    """This test's own copy of ``sample_runs`` (``tmp_path / "ws"``)."""
+    return copy_workspace(sample_runs, tmp_path / "ws")

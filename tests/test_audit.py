@@ -29,7 +29,7 @@ from cirrus.audit import (
     scan_text,
     workspace_files,
 )
-from tests.conftest import REPO, sample_with_baseline_runs
+from tests.conftest import REPO
 
 FOUND = [
     ("email", "laura.chen@brightleaf.io"),
@@ -383,10 +383,10 @@ def test_an_unreadable_file_is_not_clean(tmp_path):
     assert audit(workspace).unreadable[0].startswith("reports/r/tasks.parquet: ")
 
 
-def test_a_workspace_with_evaluation_reports_is_clean(tmp_path, pipeline_config):
+def test_a_workspace_with_evaluation_reports_is_clean(sample_runs_copy):
     from cirrus.cli import app
 
-    workspace = sample_with_baseline_runs(tmp_path / "ws", pipeline_config)
+    workspace = sample_runs_copy
     shutil.copy(REPO / ".cirrus-audit-allow", workspace / ".cirrus-audit-allow")
     report = CliRunner().invoke(app, ["report", "oracle", "retrieval", "-w", str(workspace), "--bootstrap", "50"])
     assert report.exit_code == 0, report.output

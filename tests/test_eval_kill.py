@@ -131,11 +131,10 @@ def _ingest_args(workspace: Path, raw: Path = SAMPLE_RAW, kb: Path | None = SAMP
 
 
 @pytest.fixture(scope="module")
-def ingested(tmp_path_factory) -> Path:
-    workspace = tmp_path_factory.mktemp("ingested")
-    done = subprocess.run(_cli(*_ingest_args(workspace)), cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return workspace
+def ingested(sample_ingest) -> Path:
+    # the shared sample ingest (tests/conftest.py), byte for byte what the
+    # `cirrus ingest` command above writes; read only (tests copy it first)
+    return sample_ingest
 
 
 def _copy(ingested: Path, workspace: Path) -> Path:

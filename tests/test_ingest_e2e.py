@@ -49,10 +49,9 @@ def _tasks(workspace: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def sample_ws(tmp_path_factory, pipeline_config):
-    workspace = tmp_path_factory.mktemp("sample")
-    manifest = _ingest(SAMPLE_RAW, workspace, pipeline_config, kb_dir=SAMPLE_KB)
-    return workspace, manifest
+def sample_ws(sample_ingest):
+    # the shared ingest of the sample input (tests/conftest.py), read only
+    return sample_ingest, json.loads((sample_ingest / "tickets/manifest.json").read_text())
 
 
 def test_sample_counts_and_quarantine(sample_ws):

@@ -23,10 +23,9 @@ def _command(workspace: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> dict[str, bytes]:
-    workspace = tmp_path_factory.mktemp("clean")
-    subprocess.run(_command(workspace), cwd=REPO, check=True, capture_output=True)
-    return workspace_snapshot(workspace)
+def uninterrupted(sample_ingest) -> dict[str, bytes]:
+    # the shared sample ingest (tests/conftest.py): what _command writes when not killed
+    return workspace_snapshot(sample_ingest)
 
 
 def _cassettes(workspace: Path) -> int:

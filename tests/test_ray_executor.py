@@ -12,17 +12,29 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage report (the executor sets it too)
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
+
+
+@pytest.fixture(autouse=True)
+def _no_usage_report(monkeypatch):
+    # cirrus' Ray executor os.environ.setdefault()s this for good; set here first,
+    # it is undone after each test (a CLI run in-process reaches that code too)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    # a test-only fake key the workers inherit (the annotator tests use it)
-    os.environ["CIRRUS_TEST_KEY"] = "sk-test-not-a-real-key-0000000000"
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    # environment changes last as long as this module's Ray does, then are undone
+    # (cirrus' Ray executor setdefaults RAY_USAGE_STATS_ENABLED; set here first, it is undone too)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage report
+        # a test-only fake key the workers inherit (the annotator tests use it)
+        env.setenv("CIRRUS_TEST_KEY", "sk-test-not-a-real-key-0000000000")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield
+        finally:
+            ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 from cirrus.report.command import report_command
 from cirrus.report.html import HTML_FILE, depth_table, render_html, write_html_report
 from cirrus.report.loading import load_runs
-from tests.conftest import sample_with_baseline_runs
+from tests.conftest import copy_workspace, skip_or_fail
 from tests.test_report_tables import (
     RUN_A_CHECKPOINTS,
     RUN_A_TASKS,
@@ -77,10 +77,10 @@ def _html_for(workspace: Path, run_ids: list[str], bootstrap: int = 200) -> tupl
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory, pipeline_config) -> Path:
+def sample(tmp_path_factory, sample_runs) -> Path:
     """The sample workspace with an oracle and a retrieval run; the first
     customer message of the oracle run carries HTML to be escaped."""
-    workspace = sample_with_baseline_runs(tmp_path_factory.mktemp("report-html"), pipeline_config)
+    workspace = copy_workspace(sample_runs, tmp_path_factory.mktemp("report-html") / "ws")
     transcripts = workspace / "reports/oracle/transcripts.jsonl"
     lines = transcripts.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
@@ -199,7 +199,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def _chromium() -> str:
     found = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None)
     if found is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium; .ci/run installs it)")
+        skip_or_fail("chromium is not installed (Debian: apt-get install -y chromium; .ci/run installs it)")
     return found
 
 

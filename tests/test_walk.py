@@ -18,7 +18,7 @@ from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, 
 from cirrus.evaluate.walk import walk
 from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker, coverage, key_items
 from cirrus.replay import ToolReplayer
-from tests.conftest import SAMPLE_KB, SAMPLE_RAW, TAU_BENCH, needs_shared
+from tests.conftest import TAU_BENCH, copy_workspace, needs_shared
 
 REPLIES = ["Reboot i-bp***c from the console.", "Port 22 must be open in sg-uf***x.", "Your refund of 20 USD is done."]
 
@@ -217,13 +217,8 @@ def test_attempts_run_concurrently(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def sample_workspace(tmp_path_factory, pipeline_config):
-    from cirrus.ingest.run import IngestOptions, run_ingest
-
-    workspace = tmp_path_factory.mktemp("eval-sample")
-    run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
-                             progress=False))
-    return workspace
+def sample_workspace(tmp_path_factory, sample_ingest):
+    return copy_workspace(sample_ingest, tmp_path_factory.mktemp("eval-sample") / "ws")  # the runs write into it
 
 
 def test_oracle_scores_one_and_retrieval_runs_on_the_sample_workspace(sample_workspace):
