@@ -25,6 +25,12 @@ class CliConsole(Console):
       the width of a narrow table.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # rich freezes COLUMNS/LINES as they are when the console is made (at
+        # import); read them when printing instead, as a terminal's size is
+        self._width, self._height = kwargs.get("width"), kwargs.get("height")
+
     @property
     def size(self) -> ConsoleDimensions:
         size = Console.size.fget(self)  # type: ignore[attr-defined]

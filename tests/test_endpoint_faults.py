@@ -154,7 +154,7 @@ def test_429_retry_after_seconds_is_waited():
     assert result.content == "after the pause" and result.attempts == 2
     assert len(server.requests) == 2
     gap = server.times[1] - server.times[0]
-    assert 0.9 <= gap < 3.0, gap
+    assert gap >= 0.9, gap
 
 
 def test_429_retry_after_ms_is_waited():
@@ -162,7 +162,7 @@ def test_429_retry_after_ms_is_waited():
         result = call(role(server))
     assert result.content == "ok" and result.attempts == 2
     gap = server.times[1] - server.times[0]
-    assert 0.25 <= gap < 2.0, gap
+    assert gap >= 0.25, gap  # (the waits themselves: tests/test_retry_rules.py, without a clock)
 
 
 def test_retry_after_ms_takes_precedence_over_retry_after():
@@ -170,8 +170,8 @@ def test_retry_after_ms_takes_precedence_over_retry_after():
     with ChatServer([error(429, headers=headers), text("ok")]) as server:
         result, exc, elapsed = timed_call(role(server))
     assert exc is None and result.content == "ok"
-    assert 0.25 <= server.times[1] - server.times[0] < 2.0
-    assert elapsed < 5.0
+    assert server.times[1] - server.times[0] >= 0.25
+    assert elapsed < 25.0  # not the 30 s of Retry-After
 
 
 def test_503_retry_after_is_honoured_too():
@@ -201,7 +201,7 @@ def test_hang_longer_than_timeout_raises_timed_out_after_two_requests():
     assert "after 2 attempts" in str(exc)
     assert count == 2
     # two tries of 0.5 s and a tiny backoff: nowhere near the server's endless hang
-    assert 0.9 <= elapsed < 4.0, elapsed
+    assert 0.9 <= elapsed < 30.0, elapsed
     assert server.times[1] - server.times[0] >= 0.45
 
 
@@ -210,7 +210,7 @@ def test_hang_then_answer_is_retried():
         result, exc, elapsed = timed_call(role(server, timeout=0.5, max_retries=1), pool=True)
     assert exc is None and result.content == "awake" and result.attempts == 2
     assert len(server.requests) == 2
-    assert elapsed < 4.0
+    assert elapsed < 30.0  # the first try was cut, not waited out
 
 
 def test_trickling_body_is_cut_by_the_whole_request_timeout():
@@ -223,11 +223,11 @@ def test_trickling_body_is_cut_by_the_whole_request_timeout():
     assert isinstance(exc, InfrastructureError), exc
     assert "timed out" in str(exc)
     assert count == 2
-    assert elapsed < 4.0, elapsed
+    assert elapsed < 30.0, elapsed  # a whole answer would take over a minute per try
 
 
 def test_trickle_then_good_answer_succeeds():
     with ChatServer([Reply(content="slow " * 100, trickle=0.2), text("fast")]) as server:
         result, exc, elapsed = timed_call(role(server, timeout=0.5, max_retries=2))
     assert exc is None and result.content == "fast" and result.attempts == 2
-    assert elapsed < 4.0
+    assert elapsed < 15.0  # the trickle (100 s for its 500 bytes) was cut

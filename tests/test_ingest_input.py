@@ -37,6 +37,15 @@ from cirrus.ingest.run import IngestOptions, run_ingest
 from cirrus.schema import Quarantined, SourceRef, Ticket
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
+
+@pytest.fixture(autouse=True)
+def _python_sigint_handler():
+    """Python's own Ctrl-C handler while each test runs, whatever an earlier
+    test in this process installed (ray.init installs its own)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
 LOADING = "loading the de-identification models (spaCy "
 RESUME = "interrupted: ingest did not finish; run the same command again (eval refuses this workspace until then)"
 

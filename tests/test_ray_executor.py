@@ -12,6 +12,9 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
+# one worker runs this module: Ray starts once (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("ray")
+
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
 
 
@@ -37,16 +40,33 @@ def local_ray():
             ray.shutdown()
 
 
+# Part of the sample input, all of its formats (a JSON list, an OpenAI chat
+# export, JSONL, gzipped JSONL in a sub-folder), to keep each Ray run short:
+# Ray and the local executor run the same stages, what is compared is how
+# the executors split, order and gather the work.
+SMALL_RAW_FILES = ("billing.json", "chat_export.json", "sms.jsonl", "archive/older.jsonl.gz")
+
+
 @pytest.fixture(scope="module")
 def raw_with_cross_file_duplicates(tmp_path_factory) -> Path:
-    """The sample input plus a later file repeating one ticket of an earlier
-    one: a duplicate the Ray readers (one task per file) cannot see alone."""
+    """Part of the sample input plus a later file repeating one ticket of an
+    earlier one: a duplicate the Ray readers (one task per file) cannot see alone."""
     raw = tmp_path_factory.mktemp("raw")
-    shutil.copytree(SAMPLE_RAW, raw, dirs_exist_ok=True)
-    first_jsonl = sorted(raw.rglob("*.jsonl"))[0]
-    first_line = next(line for line in first_jsonl.read_text().splitlines() if line.strip())
+    for name in SMALL_RAW_FILES:
+        (raw / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_RAW / name, raw / name)
+    first_line = next(line for line in (raw / "sms.jsonl").read_text().splitlines() if line.strip())
     (raw / "zz_repeat.jsonl").write_text(first_line + "\n")
     return raw
+
+
+@pytest.fixture(scope="module")
+def local_workspace(tmp_path_factory, raw_with_cross_file_duplicates, pipeline_config) -> dict[str, bytes]:
+    """What the local executor writes for ``raw_with_cross_file_duplicates``
+    (one process: test_ingest_e2e shows serial and parallel runs agree)."""
+    workspace = tmp_path_factory.mktemp("local") / "ws"
+    _ingest(raw_with_cross_file_duplicates, workspace, pipeline_config, "local", jobs=1)
+    return workspace_snapshot(workspace)
 
 
 def _ingest(raw: Path, workspace: Path, pipeline_config, executor: str, jobs: int = 2) -> dict:
@@ -58,34 +78,29 @@ def _ingest(raw: Path, workspace: Path, pipeline_config, executor: str, jobs: in
 
 
 def test_ray_and_local_executors_write_identical_workspaces(tmp_path, local_ray, pipeline_config,
-                                                            raw_with_cross_file_duplicates):
-    local = _ingest(raw_with_cross_file_duplicates, tmp_path / "local", pipeline_config, "local")
-    on_ray = _ingest(raw_with_cross_file_duplicates, tmp_path / "ray", pipeline_config, "ray")
-
-    assert local["counts"]["tasks"] > 20
+                                                            raw_with_cross_file_duplicates, local_workspace):
+    on_ray = _ingest(raw_with_cross_file_duplicates, tmp_path / "ray", pipeline_config, "ray", jobs=2)
+    assert on_ray["counts"]["tasks"] > 10
     duplicates = [q for q in on_ray["quarantined"] if q["reason"].startswith("duplicate ticket_id")]
     assert "zz_repeat.jsonl" in [q["source"] for q in duplicates]
-    assert workspace_snapshot(tmp_path / "ray") == workspace_snapshot(tmp_path / "local")
+    assert workspace_snapshot(tmp_path / "ray") == local_workspace
 
 
-def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config):
-    _ingest(SAMPLE_RAW, tmp_path / "one", pipeline_config, "ray", jobs=1)
-    _ingest(SAMPLE_RAW, tmp_path / "serial", pipeline_config, "local", jobs=1)
-    assert workspace_snapshot(tmp_path / "one") == workspace_snapshot(tmp_path / "serial")
+def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config,
+                                                     raw_with_cross_file_duplicates, local_workspace):
+    _ingest(raw_with_cross_file_duplicates, tmp_path / "one", pipeline_config, "ray", jobs=1)
+    assert workspace_snapshot(tmp_path / "one") == local_workspace
 
 
-def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path):
+def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path, raw_with_cross_file_duplicates,
+                                                               local_workspace):
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    cli = [sys.executable, "-m", "cirrus.cli"]
-    runs = {}
-    for executor in ("local", "ray"):
-        workspace = tmp_path / executor
-        result = subprocess.run([*cli, "ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB), "-w", str(workspace),
-                                 "--executor", executor, "--jobs", "2", "-q"],
-                                capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-        assert result.returncode == 0, result.stderr[-2000:]
-        runs[executor] = workspace_snapshot(workspace)
-    assert runs["ray"] == runs["local"]
+    workspace = tmp_path / "ray"
+    result = subprocess.run([sys.executable, "-m", "cirrus.cli", "ingest", str(raw_with_cross_file_duplicates),
+                             "--kb", str(SAMPLE_KB), "-w", str(workspace), "--executor", "ray", "--jobs", "2", "-q"],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert workspace_snapshot(workspace) == local_workspace
 
 
 def test_missing_ray_is_a_clear_error(tmp_path, monkeypatch):
@@ -110,30 +125,32 @@ def test_unknown_executor_is_refused(tmp_path):
     assert "--executor" in result.output
 
 
-def _annotated(tmp_path: Path, pipeline_config, base_url: str, key_env: str):
+def _annotated(tmp_path: Path, pipeline_config, base_url: str, key_env: str, raw: Path):
     from cirrus.ingest.pipeline import AnnotatorSpec
     from cirrus.ingest.run import IngestOptions
     from cirrus.llm.providers import Endpoint
 
-    return IngestOptions(raw_path=SAMPLE_RAW, workspace=tmp_path / "ws", pipeline=pipeline_config, jobs=2,
+    return IngestOptions(raw_path=raw, workspace=tmp_path / "ws", pipeline=pipeline_config, jobs=2,
                          executor="ray", progress=False, annotator=AnnotatorSpec(Endpoint("annot", base_url, key_env)))
 
 
-def test_a_refused_annotator_key_stops_the_ray_run_with_the_same_error(tmp_path, local_ray, pipeline_config):
+def test_a_refused_annotator_key_stops_the_ray_run_with_the_same_error(tmp_path, local_ray, pipeline_config,
+                                                                      raw_with_cross_file_duplicates):
     from cirrus.ingest.run import run_ingest
     from cirrus.llm.providers import ModelAuthError
     from tests.fake_openai import FakeOpenAI
 
     with FakeOpenAI([401] * 100) as server:
         with pytest.raises(ModelAuthError, match="HTTP 401.*CIRRUS_TEST_KEY"):
-            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_TEST_KEY"))
+            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_TEST_KEY",
+                                  raw_with_cross_file_duplicates))
     # a worker stops its batch at the first refusal: one request per batch at most, no retries
-    assert 1 <= len(server.requests) <= len(list(SAMPLE_RAW.rglob("*.json*")))
+    assert 1 <= len(server.requests) <= len([p for p in raw_with_cross_file_duplicates.rglob("*") if p.is_file()])
     assert not (tmp_path / "ws" / "tickets" / "tasks.jsonl").exists()
 
 
-def test_a_key_the_ray_workers_lack_stops_the_run_and_says_where_it_is_missing(tmp_path, local_ray,
-                                                                                pipeline_config, monkeypatch):
+def test_a_key_the_ray_workers_lack_stops_the_run_and_says_where_it_is_missing(tmp_path, local_ray, pipeline_config,
+                                                                                monkeypatch, raw_with_cross_file_duplicates):
     from cirrus.ingest.run import run_ingest
     from cirrus.llm.providers import EndpointError
     from tests.fake_openai import FakeOpenAI
@@ -141,5 +158,6 @@ def test_a_key_the_ray_workers_lack_stops_the_run_and_says_where_it_is_missing(t
     monkeypatch.setenv("CIRRUS_KEY_ONLY_ON_THE_DRIVER", "sk-test-driver-only-000000000")  # after ray.init
     with FakeOpenAI() as server:
         with pytest.raises(EndpointError, match="CIRRUS_KEY_ONLY_ON_THE_DRIVER.*Ray workers"):
-            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_KEY_ONLY_ON_THE_DRIVER"))
+            run_ingest(_annotated(tmp_path, pipeline_config, server.base_url, "CIRRUS_KEY_ONLY_ON_THE_DRIVER",
+                                  raw_with_cross_file_duplicates))
     assert server.requests == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import polars as pl
@@ -208,12 +207,32 @@ def test_resume_runs_only_what_is_missing_and_refuses_other_settings(tmp_path):
         asyncio.run(run_eval(_settings(workspace, runs=2), SlowAgent(0), ExactJudge(), Fluency()))
 
 
+class GateAgent(SlowAgent):
+    """Holds every first call until ``width`` attempts are waiting at once:
+    a serial runner never gets there (each call then times out)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__(0)
+        self.width, self.waiting, self.most_waiting = width, 0, 0
+        self.all_in = asyncio.Event()
+        self.seen: set[str] = set()
+
+    async def respond(self, request, replayer):
+        if request.task["task_id"] not in self.seen:
+            self.seen.add(request.task["task_id"])
+            self.waiting += 1
+            self.most_waiting = max(self.most_waiting, self.waiting)
+            if self.waiting == self.width:
+                self.all_in.set()
+            await asyncio.wait_for(self.all_in.wait(), timeout=30)
+        return await super().respond(request, replayer)
+
+
 def test_attempts_run_concurrently(tmp_path):
     workspace = _workspace(tmp_path, [_task(f"T-{i}") for i in range(20)])
-    started = time.perf_counter()
-    asyncio.run(run_eval(_settings(workspace, concurrency=20), SlowAgent(0.2), ExactJudge(), Fluency()))
-    elapsed = time.perf_counter() - started
-    assert elapsed < 20 * 3 * 0.2 / 4  # serial would take 12 s; 20 in flight take about 0.6 s
+    agent = GateAgent(20)
+    summary = asyncio.run(run_eval(_settings(workspace, concurrency=20), agent, ExactJudge(), Fluency()))
+    assert agent.most_waiting == 20 and summary["errors"] == 0
 
 
 @pytest.fixture(scope="module")
