@@ -149,6 +149,8 @@ def test_a_stricter_judge_stops_the_walks_earlier(workspace, server):
     comparison = pl.read_parquet(workspace / "reports/perfect-rescored-strict2/rescore.parquet")
     assert comparison["source_covered"].to_list() == [3, 3] and comparison["covered"].to_list() == [1, 1]
     assert comparison["turns_saved"].to_list() == [3, 3] and comparison["turns_replayed"].to_list() == [2, 2]
+    assert comparison["run_id"].unique().to_list() == ["perfect-rescored-strict2"]
+    assert comparison["model"].unique().to_list() == [summary["model"]]
 
 
 def test_a_judge_accepting_past_the_saved_transcript_truncates_the_walk(workspace, server):

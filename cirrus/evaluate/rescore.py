@@ -112,6 +112,7 @@ RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
     "task_id": "Utf8", "attempt": "Int64", "checkpoints": "Int64", "source_status": "Utf8", "status": "Utf8",
     "source_covered": "Int64", "covered": "Int64", "source_success": "Boolean", "success": "Boolean",
     "truncated": "Boolean", "turns_saved": "Int64", "turns_replayed": "Int64", "changed": "Boolean",
+    "run_id": "Utf8", "model": "Utf8",
 }
 _RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -476,6 +477,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     joined = pl.read_parquet(tasks_file).join(flags, on=["task_id", "attempt"], how="left")
     _write_parquet(joined.sort(["task_id", "attempt"]), tasks_file)
     comparison.sort(key=lambda c: (c["task_id"], c["attempt"]))
+    for row in comparison:  # like tasks.parquet: the tables of several runs read together
+        row.update(run_id=settings.run_id, model=summary["model"])
     schema = {name: getattr(pl, dtype) for name, dtype in RESCORE_COLUMNS.items()}
     _write_parquet(pl.DataFrame(comparison, schema=schema), store.directory / RESCORE_FILE)
     return summary

@@ -224,6 +224,8 @@ _RESCORE_MEANINGS = {
     "turns_saved": "Agent turns the source run's transcript holds for the attempt.",
     "turns_replayed": "Agent turns the rescore's walk judged; null for error rows.",
     "changed": "Whether `covered` differs from the source run's (null unless both rows are ok).",
+    "run_id": "The rescore run: `reports/<run_id>/` of the workspace (its source is `rescore.source_run` of `summary.json`).",
+    "model": "The agent under test whose saved replies were rescored (`model` of the run's `summary.json`).",
 }
 
 
