@@ -432,3 +432,18 @@ def test_the_console_reads_columns_when_it_prints_not_when_it_is_made(monkeypatc
     assert console.width == PIPE_WIDTH  # piped (pytest captures the output)
     monkeypatch.setenv("COLUMNS", "123")
     assert console.width == 123
+
+
+@pytest.mark.parametrize("umask", [0o002, 0o077])
+def test_the_judge_cache_gets_the_mode_open_gives_under_the_umask(tmp_path, umask):
+    from cirrus.llm.cache import ResponseCache
+
+    old = os.umask(umask)
+    try:
+        with ResponseCache(tmp_path / "cache") as cache:  # WAL mode: -wal and -shm files beside it while open
+            cache.put(ResponseCache.key("http://127.0.0.1:1/v1", "{}"), {"content": "ok"})
+            files = [p for p in (tmp_path / "cache").iterdir() if p.is_file()]
+            modes = {p.name: oct(p.stat().st_mode & 0o777) for p in files}
+    finally:
+        os.umask(old)
+    assert len(modes) >= 1 and set(modes.values()) == {oct(0o666 & ~umask)}, modes

@@ -33,6 +33,9 @@ class ResponseCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / self.FILENAME
+        # sqlite would create the file 0644 whatever the umask (its -wal and
+        # -shm files copy the database's mode): create it as open() does
+        self.path.touch(exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
