@@ -40,7 +40,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-_TAG = {name: re.compile(rf"<{name}>\n?(.*?)\n?</{name}>", re.S) for name in ("reference_reply", "candidate_reply")}
+_TAG = {name: re.compile(rf'<{name}(?: id="\w+")?>\n?(.*?)\n?</{name}(?: id="\w+")?>', re.S) for name in ("reference_reply", "candidate_reply")}
 
 
 def _between(text: str, tag: str) -> str:

@@ -158,7 +158,7 @@ def eval_(
     model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model; local for baselines).")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model, a self-judged run that is warned about and recorded; local for baselines).")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the judge (default: the agent's).")] = None,
     judge_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the judge (default: the agent's).")] = None,
     fluency_model: Annotated[Optional[str], typer.Option(help="Fluency checker model, or 'local' (default: the judge's).")] = None,
@@ -192,7 +192,7 @@ def eval_(
     import time
 
     from cirrus.evaluate.preflight import PreflightError, check_endpoints
-    from cirrus.evaluate.roles import RoleError, RoleOptions, build_roles
+    from cirrus.evaluate.roles import SELF_JUDGED_HINT, RoleError, RoleOptions, build_roles
     from cirrus.evaluate.runner import EvalSettings, run_eval
     from cirrus.evaluate.store import RunMismatch
     from cirrus.evaluate.tasks import TaskFileError, TaskIndex
@@ -257,6 +257,12 @@ def eval_(
 
     async def main() -> dict:
         roles = build_roles(agent, judge, fluency, index, workspace)
+        selfish = roles.details.get("self_judged_roles") or []
+        if selfish:
+            which = " and ".join({"judge": "the coverage judge", "fluency": "the fluency checker"}[r] for r in selfish)
+            warn(f"the run grades the agent with itself: {which} {'is' if len(selfish) == 1 else 'are'} the agent's "
+                 f"own model {agent.model!r} at the same endpoint, so its scores are self-graded (recorded as "
+                 f"self_judged in run.json and summary.json); {SELF_JUDGED_HINT}")
         try:
             settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
                                     concurrency=concurrency, limit=limit, progress=not quiet,

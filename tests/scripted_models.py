@@ -31,7 +31,7 @@ def make_task(task_id: str, with_tool: bool, query_prefix: str = "") -> dict:
 
 def between(text: str, tag: str) -> str:
     """The text inside ``<tag>...</tag>`` of a judge prompt."""
-    match = re.search(rf"<{tag}>\n?(.*?)\n?</{tag}>", text, re.S)
+    match = re.search(rf'<{tag}(?: id="\w+")?>\n?(.*?)\n?</{tag}(?: id="\w+")?>', text, re.S)
     return match.group(1).strip() if match else ""
 
 

@@ -200,7 +200,7 @@ def _scripted_rule(verdicts: dict[str, str | None]):
 
     def rule(body: dict) -> str:
         user = body["messages"][1]["content"]
-        candidate = re.search(r"<candidate_reply>\n?(.*?)\n?</candidate_reply>", user, re.S).group(1).strip()
+        candidate = re.search(r'<candidate_reply(?: id="\w+")?>\n?(.*?)\n?</candidate_reply(?: id="\w+")?>', user, re.S).group(1).strip()
         verdict = verdicts[candidate]
         return "I cannot decide." if verdict is None else json.dumps({"reason": "scripted", "verdict": verdict})
 

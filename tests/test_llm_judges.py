@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 
 import pytest
@@ -65,6 +66,7 @@ def with_client(server, fn, cache=None):
     ('{"included": false}', False),
     ('{"verdict": "Included"', True),  # truncated JSON, still marked
     ("Included. The reference's restart step is included too.", True),
+    ("Verdict: Included\nVerdict: Not Included", False),  # the verdict stated last wins
 ])
 def test_parse_coverage(raw, expected):
     assert parse_coverage(raw) is expected
@@ -72,7 +74,7 @@ def test_parse_coverage(raw, expected):
 
 @pytest.mark.parametrize("raw", [
     "", "I am not sure.", "The answer is included in the reference.", '{"verdict": "Partially"}',
-    "Verdict: Included\nVerdict: Not Included", "Included\nSo overall: not included at all? Not Included",
+    "Included\nSo overall: not included at all? Not Included",
     "Included\nThe key step is not included, though.",
 ])
 def test_parse_coverage_refuses_unreadable_or_contradicting_answers(raw):
@@ -86,12 +88,13 @@ def test_parse_coverage_refuses_unreadable_or_contradicting_answers(raw):
     ("Yes", True), ("no.", False), ("**No**", False), ("Answer: yes", True),
     ("The customer reports the result of the steps.\nYes", True),
     ('{"fluent": true}', True), ('{"answer": "Yes, it follows"}', True),
+    ("Yes\nNo", False),  # the answer stated last wins
 ])
 def test_parse_yes_no(raw, expected):
     assert parse_yes_no(raw) is expected
 
 
-@pytest.mark.parametrize("raw", ["maybe", "", "Yes\nNo", '{"answer": "unclear"}'])
+@pytest.mark.parametrize("raw", ["maybe", "", '{"answer": "unclear"}', "No idea, sorry."])
 def test_parse_yes_no_refuses_unreadable_answers(raw):
     with pytest.raises(UnparseableOutput):
         parse_yes_no(raw)
@@ -127,9 +130,12 @@ def test_coverage_judge_verdicts():
     assert request["model"] == "judge-model" and request["temperature"] == 0.0
     system, user = request["messages"]
     assert system == {"role": "system", "content": prompts.COVERAGE_SYSTEM}
-    assert "<reference_reply>\nYour bill is overdue; pay it and restart.\n</reference_reply>" in user["content"]
+    boundary = re.search(r'<reference_reply id="(\w+)">', user["content"]).group(1)
+    assert (f'<reference_reply id="{boundary}">\nYour bill is overdue; pay it and restart.\n'
+            f'</reference_reply id="{boundary}">') in user["content"]
     assert "It is down because of the overdue bill." in user["content"]
-    assert "<customer_last_message>\nwhy is it down?\n</customer_last_message>" in user["content"]
+    assert (f'<customer_last_message id="{boundary}">\nwhy is it down?\n'
+            f'</customer_last_message id="{boundary}">') in user["content"]
     assert "turn one" not in user["content"] and "turn two" in user["content"]
 
 
@@ -160,7 +166,9 @@ def test_fluency_checker_yes_and_no():
     assert checker.name == "llm-fluency:judge-model"
     system, user = server.requests[0]["messages"]
     assert system["content"] == prompts.FLUENCY_SYSTEM
-    assert "<next_customer_message>\ngreat, it works\n</next_customer_message>" in user["content"]
+    boundary = re.search(r'<next_customer_message id="(\w+)">', user["content"]).group(1)
+    assert (f'<next_customer_message id="{boundary}">\ngreat, it works\n'
+            f'</next_customer_message id="{boundary}">') in user["content"]
     assert "Agent: Thanks, restarting it now." in user["content"]
 
 
@@ -212,7 +220,8 @@ def test_concurrent_judge_calls_overlap():
 
     def rule(body):
         met.append(all_in.wait() >= 0)
-        candidate = body["messages"][1]["content"].split("<candidate_reply>\n", 1)[1]
+        candidate = re.search(r'<candidate_reply id="\w+">\n', body["messages"][1]["content"])
+        candidate = body["messages"][1]["content"][candidate.end():]
         verdict = "Included" if candidate.startswith("good") else "Not Included"
         return json.dumps({"reason": "rule", "verdict": verdict})
 

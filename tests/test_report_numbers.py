@@ -212,7 +212,7 @@ def check_leaderboard(out_dir: Path) -> dict[str, dict[str, str]]:
             else:
                 assert ci == f"[{interval[0]:.{min(digits, 2)}f}, {interval[1]:.{min(digits, 2)}f}]", (run, header)
             muted = cell.text(cell.spans.get("muted", []))
-            assert muted == (f"(K={row['k']})" if header == "SR pass@K" else ""), (run, header, muted)
+            assert muted == (f"(K={row['k']})" if header in ("SR pass@K", "pass^K") else ""), (run, header, muted)
     return values
 
 

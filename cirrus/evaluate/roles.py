@@ -7,6 +7,12 @@ or the provider registry for bare names.  The agent's base URL and key
 variable are the defaults of the judge and fluency checker; the judge model
 defaults to the agent model (``local`` when the agent is a baseline), the
 fluency model to the judge model.
+
+A judge or fluency checker that is the agent's own model (same model name at
+the same endpoint), by default or given explicitly, grades the agent with
+itself: :func:`self_judged_roles` names those roles, the run records
+``self_judged`` (``run.json`` details, ``summary.json``) and ``cirrus eval``
+warns (:data:`SELF_JUDGED_HINT`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,25 @@ from cirrus.llm.providers import shown_url
 BASELINES = ("baseline:oracle", "baseline:retrieval")
 LOCAL = "local"
 CACHE_DIR = Path(".cirrus-cache")
+
+
+SELF_JUDGED_HINT = ("set a fixed judge with --judge-model MODEL (and --fluency-model), or "
+                    "[roles.judge] model = \"...\" / [roles.fluency] model = \"...\" in cirrus.toml")
+
+
+def self_judged_roles(clients: dict[str, Any]) -> list[str]:
+    """The roles among ``judge`` and ``fluency`` whose model client is the
+    agent's own model at the same endpoint (model name and resolved base URL
+    equal); ``[]`` for an offline agent (a baseline) or offline judges."""
+    agent = clients.get("agent")
+    if agent is None:
+        return []
+
+    def key(client: Any) -> tuple[str, str]:
+        endpoint = client.role.endpoint
+        return str(endpoint.model), str(endpoint.base_url or "").rstrip("/")
+
+    return [name for name in ("judge", "fluency") if name in clients and key(clients[name]) == key(agent)]
 
 
 class RoleError(ValueError):
@@ -137,4 +162,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     details = {"agent_base_url": shown_url(agent.base_url), "judge_base_url": shown_url(judge.base_url),
                "fluency_base_url": shown_url(fluency.base_url),
                "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env})}
+    selfish = self_judged_roles(clients)
+    details["self_judged"] = bool(selfish)
+    details["self_judged_roles"] = selfish
     return Roles(agent_part, judge_part, fluency_part, fingerprint, details, pool, clients)

@@ -45,7 +45,8 @@ class EvalSettings:
     progress: bool = True
     # what must not change when a run is resumed (models, parameters, prompts)
     fingerprint_extra: dict[str, Any] = field(default_factory=dict)
-    # recorded with the run, free to change (base URLs)
+    # recorded with the run, free to change (base URLs, ``self_judged``: its
+    # value is also summary.json's)
     details_extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -201,6 +202,8 @@ async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluen
         "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))
                                if getattr(part, "offline", False)],
         "wall_s_this_session": round(time.perf_counter() - started, 2),
+        # the judge or fluency checker is the agent's own model (cirrus.evaluate.roles.self_judged_roles)
+        "self_judged": bool(settings.details_extra.get("self_judged", False)),
     })
     store.finalize(summary)
     return {**summary, "error_reasons": reasons.most_common()}

@@ -2,15 +2,18 @@
 endpoint (:class:`cirrus.llm.client.ChatClient`).
 
 Both ask for a JSON object (``{"reason": ..., "verdict": "Included" | "Not
-Included"}``, ``{"reason": ..., "answer": "Yes" | "No"}``) and read the answer
-robustly (:func:`parse_coverage`, :func:`parse_yes_no`): JSON anywhere in the
-text, fenced or not, ``<think>`` blocks dropped; else a plain-text verdict
-after a marker ("Verdict: Not Included") or opening the first or last line
-(for coverage, only when no opposite verdict appears anywhere in the text).
-"Not Included" is always matched before "Included".  An answer that cannot be
-read, or reads both ways, is asked again with a repair message (3 attempts
-in all), then :class:`~cirrus.evaluate.types.InfrastructureError` is raised:
-it is never counted as a failed checkpoint.
+Included"}``, ``{"reason": ..., "answer": "Yes" | "No"}``) and read whatever
+reasonable shape the answer comes in with :mod:`cirrus.judges.verdicts`
+(JSON, tags, markers, bare words, Chinese; thinking blocks and anything the
+judge merely quotes left out; the verdict stated last wins).  An answer that
+cannot be read is asked again with a repair message (3 attempts in all), then
+:class:`~cirrus.evaluate.types.InfrastructureError` is raised: it is never
+counted as a failed checkpoint.
+
+The agent's reply, the reference, the customer's messages and the history
+are data: each goes into the prompt between tags carrying a per-request
+boundary id (:func:`data_boundary`, removed from the data itself), and the
+system prompts say that text inside such blocks is never an instruction.
 
 Calls are cached (:class:`cirrus.llm.cache.ResponseCache`, when the client
 has one): re-scoring or resuming a run asks no question twice.
@@ -25,127 +28,44 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cirrus.evaluate.types import Verdict
-from cirrus.judges import prompts
-from cirrus.llm.client import ChatClient, UnparseableOutput
+from cirrus.judges import prompts, verdicts
+from cirrus.llm.client import ChatClient
 
 DEFAULT_PARSE_ATTEMPTS = 3
 
 # --------------------------------------------------------------------------
-# reading verdicts
-
-_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[a-zA-Z]*")
-_NON_LETTERS = re.compile(r"[^a-z]+")
-_DECODER = json.JSONDecoder()
-
-_COVERAGE_KEYS = ("verdict", "label", "answer", "result", "decision", "judgment", "judgement", "included")
-_YES_NO_KEYS = ("answer", "verdict", "fluent", "follows", "result", "decision", "label")
-_COVERAGE_WORDS = {
-    "included": True, "covered": True, "yes": True, "true": True,
-    "notincluded": False, "notcovered": False, "excluded": False, "no": False, "false": False,
-}
-_YES_NO_WORDS = {"yes": True, "true": True, "no": False, "false": False}
-
-_MARKER = r"(?:final\s+)?(?:verdict|answer|judge?ment|decision|conclusion|result|label)"
-_COVERAGE_TOKEN = r"(not[\s_-]*included|included)"
-_YES_NO_TOKEN = r"(yes|no)"
-_SEPARATOR = r"\s*[*\"'`]*\s*[:=\-]+\s*[*\"'`]*\s*"  # "Verdict: X", "**Verdict:** X", '"verdict": "X'
-_COVERAGE_MARKED = re.compile(rf"\b{_MARKER}{_SEPARATOR}{_COVERAGE_TOKEN}\b", re.IGNORECASE)
-_YES_NO_MARKED = re.compile(rf"\b{_MARKER}{_SEPARATOR}{_YES_NO_TOKEN}\b", re.IGNORECASE)
-_COVERAGE_ANYWHERE = re.compile(rf"\b{_COVERAGE_TOKEN}\b", re.IGNORECASE)
-_COVERAGE_LINE = re.compile(rf"^[\s*#>\"'`_\[(]*{_COVERAGE_TOKEN}\b", re.IGNORECASE)
-_YES_NO_LINE = re.compile(rf"^[\s*#>\"'`_\[(]*{_YES_NO_TOKEN}\b", re.IGNORECASE)
+# reading verdicts (cirrus.judges.verdicts) and fencing the data
 
 
-def _clean(raw: str) -> str:
-    text = _THINK.sub(" ", raw or "")
-    if "</think>" in text:  # an opening tag the server stripped: keep what follows
-        text = text.rsplit("</think>", 1)[1]
-    return _FENCE.sub(" ", text).strip()
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    found = []
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        start = text.find("{", end)
-    return found
-
-
-def _word_value(value: Any, words: Mapping[str, bool], line: re.Pattern[str],
-                token_words: Mapping[str, bool]) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        exact = words.get(_NON_LETTERS.sub("", value.lower()))
-        if exact is not None:
-            return exact
-        match = line.match(value)  # "Yes, it follows", "Not included: ..."
-        if match:
-            return token_words[_NON_LETTERS.sub("", match.group(1).lower())]
-    return None
-
-
-def _parse(raw: str, keys: Sequence[str], words: Mapping[str, bool], marked: re.Pattern[str],
-           line: re.Pattern[str], token_words: Mapping[str, bool], what: str,
-           anywhere: re.Pattern[str] | None = None) -> bool:
-    text = _clean(raw)
-    if not text:
-        raise UnparseableOutput(f"empty {what}")
-    # 1. a JSON object with a verdict field (the last one that has one)
-    for obj in reversed(_json_objects(text)):
-        lowered = {str(k).lower(): v for k, v in obj.items()}
-        for key in keys:
-            if key in lowered:
-                value = _word_value(lowered[key], words, line, token_words)
-                if value is not None:
-                    return value
-    # 2. the whole answer is a verdict ("Not Included", "**Yes**.")
-    whole = token_words.get(_NON_LETTERS.sub("", text.lower()))
-    if whole is not None:
-        return whole
-    # 3. a marked verdict: "Verdict: Not Included" (all marked verdicts must agree)
-    marked_values = {token_words[_NON_LETTERS.sub("", m.lower())] for m in marked.findall(text)}
-    if len(marked_values) == 1:
-        return marked_values.pop()
-    if len(marked_values) > 1:
-        raise UnparseableOutput(f"the {what} gives contradicting verdicts")
-    # 4. a verdict opening the first or the last line (they must agree)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    line_values = set()
-    for candidate in {lines[0], lines[-1]}:
-        match = line.match(candidate)
-        if match:
-            line_values.add(token_words[_NON_LETTERS.sub("", match.group(1).lower())])
-    if len(line_values) == 1:
-        value = line_values.pop()
-        if anywhere is not None:  # and no verdict of the other kind anywhere in the text
-            seen = {token_words[_NON_LETTERS.sub("", m.lower())] for m in anywhere.findall(text)}
-            if seen - {value}:
-                raise UnparseableOutput(f"the {what} reads both ways")
-        return value
-    raise UnparseableOutput(f"no verdict found in the {what}")
-
-
-def parse_coverage(raw: str) -> bool:
+def parse_coverage(raw: str, *, boundary: str | None = None, echoes: Sequence[str] = ()) -> bool:
     """``True`` for Included, ``False`` for Not Included; raises
-    :class:`UnparseableOutput` when the answer says neither (or both)."""
-    return _parse(raw, _COVERAGE_KEYS, _COVERAGE_WORDS, _COVERAGE_MARKED, _COVERAGE_LINE,
-                  {"included": True, "notincluded": False}, "coverage judge's answer", _COVERAGE_ANYWHERE)
+    :class:`UnparseableOutput` when the answer says neither (see
+    :func:`cirrus.judges.verdicts.read_coverage`)."""
+    return verdicts.read_coverage(raw, boundary=boundary, echoes=echoes)
 
 
-def parse_yes_no(raw: str) -> bool:
+def parse_yes_no(raw: str, *, boundary: str | None = None, echoes: Sequence[str] = ()) -> bool:
     """``True`` for Yes, ``False`` for No; raises :class:`UnparseableOutput`
-    when the answer says neither (or both)."""
-    return _parse(raw, _YES_NO_KEYS, _YES_NO_WORDS, _YES_NO_MARKED, _YES_NO_LINE,
-                  {"yes": True, "no": False}, "yes/no answer")
+    when the answer says neither (see :func:`cirrus.judges.verdicts.read_fluency`)."""
+    return verdicts.read_fluency(raw, boundary=boundary, echoes=echoes)
+
+
+def data_boundary(*texts: str) -> str:
+    """The boundary id of one request's data blocks: 16 hex digits drawn
+    from a hash of all the data.  No text can hold its own request's id (it
+    would have to contain a hash of itself), and the same question gets the
+    same id, so cached verdicts are still found."""
+    digest = hashlib.sha256("\0".join(("cirrus-judge-boundary", *texts)).encode("utf-8")).hexdigest()
+    return "b" + digest[:15]
+
+
+def fence_data(text: str, boundary: str) -> str:
+    """``text`` without any occurrence of ``boundary`` (case-insensitive), so
+    that it cannot close its own block."""
+    pattern = re.compile(re.escape(boundary), re.IGNORECASE)
+    while pattern.search(text):
+        text = pattern.sub("", text)
+    return text
 
 
 # --------------------------------------------------------------------------
@@ -245,18 +165,30 @@ class LLMCoverageJudge(_LLMVerdicts):
             "history_turns": self.history_turns,
         }
 
+    def _data(self, history: Sequence[Mapping[str, Any]], query: str, reference: str,
+              candidate: str) -> tuple[str, dict[str, str]]:
+        data = {
+            "history": render_history(history, self.history_turns),
+            "query": query.strip(),
+            "reference": reference.strip(),
+            "candidate": candidate.strip() or "(the agent wrote no text)",
+        }
+        boundary = data_boundary(*data.values())
+        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}
+
     def user_message(self, history: Sequence[Mapping[str, Any]], query: str, reference: str, candidate: str) -> str:
-        return prompts.COVERAGE_USER.format(
-            history=render_history(history, self.history_turns),
-            query=query.strip(),
-            reference=reference.strip(),
-            candidate=candidate.strip() or "(the agent wrote no text)",
-        )
+        boundary, data = self._data(history, query, reference, candidate)
+        return prompts.COVERAGE_USER.format(id=boundary, **data)
 
     async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:
-        user = self.user_message(history, query, reference, candidate)
-        return await self._verdict(self.system_prompt, user, parse_coverage, prompts.COVERAGE_REPAIR,
-                                   "coverage verdict")
+        boundary, data = self._data(history, query, reference, candidate)
+        user = prompts.COVERAGE_USER.format(id=boundary, **data)
+        echoes = (data["candidate"], data["reference"], data["query"], data["history"])
+
+        def parse(raw: str) -> bool:
+            return parse_coverage(raw, boundary=boundary, echoes=echoes)
+
+        return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict")
 
 
 class LLMFluencyChecker(_LLMVerdicts):
@@ -277,12 +209,21 @@ class LLMFluencyChecker(_LLMVerdicts):
             "history_turns": self.history_turns,
         }
 
+    def _data(self, history: Sequence[Mapping[str, Any]], next_query: str) -> tuple[str, dict[str, str]]:
+        data = {"history": render_history(history, self.history_turns), "next_query": next_query.strip()}
+        boundary = data_boundary(*data.values())
+        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}
+
     def user_message(self, history: Sequence[Mapping[str, Any]], next_query: str) -> str:
-        return prompts.FLUENCY_USER.format(
-            history=render_history(history, self.history_turns), next_query=next_query.strip()
-        )
+        boundary, data = self._data(history, next_query)
+        return prompts.FLUENCY_USER.format(id=boundary, **data)
 
     async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
-        user = self.user_message(history, next_query)
-        return await self._verdict(self.system_prompt, user, parse_yes_no, prompts.FLUENCY_REPAIR,
-                                   "fluency answer")
+        boundary, data = self._data(history, next_query)
+        user = prompts.FLUENCY_USER.format(id=boundary, **data)
+        echoes = (data["next_query"], data["history"])
+
+        def parse(raw: str) -> bool:
+            return parse_yes_no(raw, boundary=boundary, echoes=echoes)
+
+        return await self._verdict(self.system_prompt, user, parse, prompts.FLUENCY_REPAIR, "fluency answer")

@@ -13,7 +13,10 @@ Files written to the output folder:
   two or more runs are given, unless ``--bootstrap 0``);
 * ``report.html``: one self-contained page for people: leaderboard, charts
   with confidence intervals, every attempt's transcript;
-* ``report.json``: what was reported, with which settings, and warnings.
+* ``report.json``: what was reported, with which settings, and warnings
+  (also printed, and shown at the top of ``report.html``): among them, runs
+  that are not comparable (:func:`comparability_warnings`) and self-judged
+  runs.
 
 Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
 ``<workspace>/reports/_compare/<run_1>+<run_2>+.../`` for several (in the
@@ -63,6 +66,63 @@ def default_out_dir(workspace: Path, run_ids: Sequence[str]) -> Path:
         digest = hashlib.sha256("\0".join(run_ids).encode()).hexdigest()[:10]
         name = f"{run_ids[0][:60]}+{len(run_ids) - 1}-more-{digest}"
     return reports / COMPARE_DIR / name
+
+
+def _fingerprint(run: Any) -> dict[str, Any]:
+    value = run.config.get("fingerprint")
+    return value if isinstance(value, dict) else {}
+
+
+def _role_hash(run: Any, role: str) -> str | None:
+    """``prompt_sha256`` of a role's fingerprint in run.json, when recorded."""
+    part = _fingerprint(run).get(role)
+    value = part.get("prompt_sha256") if isinstance(part, dict) else None
+    return None if value is None else str(value)
+
+
+# what must be equal for runs to be compared: (what, value of a run or None
+# when unknown, whether a run that did not record it is left out of the check)
+_COMPARED: tuple[tuple[str, Any, bool], ...] = (
+    ("judge model", lambda run: run.summary.get("judge") or _fingerprint(run).get("judge"), False),
+    ("fluency model", lambda run: run.summary.get("fluency") or _fingerprint(run).get("fluency"), False),
+    ("judge prompt hash", lambda run: _role_hash(run, "judge_role"), True),
+    ("fluency prompt hash", lambda run: _role_hash(run, "fluency_role"), True),
+    ("K (--pass-k)", lambda run: run.k, False),
+    ("dataset hash", lambda run: run.dataset, False),
+    ("agent prompt hash", lambda run: _role_hash(run, "agent_role"), True),
+    ("Cirrus version", lambda run: run.summary.get("cirrus_version") or _fingerprint(run).get("cirrus"), False),
+)
+
+
+def comparability_warnings(runs: Sequence[Any], k: int | None = None) -> list[str]:
+    """Why the runs of one report may not be comparable: one warning per
+    setting that differs across runs (judge and fluency model, their prompt
+    hashes where run.json records them, K, dataset hash, agent prompt hash,
+    Cirrus version), naming the value of every run; and one per self-judged
+    run (also for a single run).  ``k``: the report's ``--k``, if given."""
+    warnings: list[str] = []
+    if len(runs) > 1:
+        for what, get, skip_unrecorded in _COMPARED:
+            values = {run.run_id: get(run) for run in runs}
+            if skip_unrecorded:
+                values = {r: v for r, v in values.items() if v is not None}
+            if len(values) < 2 or len({str(v) for v in values.values()}) < 2:
+                continue
+            shown = ", ".join(f"{r}: {'unknown' if v is None else (str(v)[:12] if 'hash' in what else v)}"
+                              for r, v in values.items())
+            text = f"the runs differ in {what} ({shown}): their scores are not directly comparable"
+            if what.startswith("K"):
+                text += (f"; pass@K and pass^K are computed with K={k} for every run (--k)" if k is not None else
+                         "; pass@K and pass^K are each run's own K, labelled per run (use --k N for one K)")
+            elif what == "dataset hash":
+                text += "; paired comparisons use the tasks they have in common"
+            warnings.append(text)
+    for run in runs:
+        if run.self_judged:
+            warnings.append(f"run {run.run_id!r} is self-judged: its judge or fluency checker is the agent's own "
+                            f"model ({run.model}), so it grades itself; rerun it with a fixed --judge-model to "
+                            "compare it fairly")
+    return warnings
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
@@ -115,7 +175,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
     runs = load_runs(workspace, list(run_ids))
     price_table = dict(prices) if prices is not None else load_prices(workspace, config)
-    warnings = [w for run in runs for w in run.warnings]
+    warnings = [w for run in runs for w in run.warnings] + comparability_warnings(runs, k)
 
     tables: dict[str, pl.DataFrame] = {"leaderboard.parquet": leaderboard(runs, k, price_table)}
     for run, row in zip(runs, tables["leaderboard.parquet"].iter_rows(named=True)):
@@ -130,11 +190,6 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         interval_table = intervals(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
         tables["intervals.parquet"] = interval_table
         if len(runs) > 1:
-            datasets = {run.run_id: run.dataset for run in runs}
-            if len(set(datasets.values())) > 1:
-                warnings.append("the runs were made on different task sets ("
-                                + ", ".join(f"{r}: {d}" for r, d in datasets.items())
-                                + "); paired comparisons use the tasks they have in common")
             paired_table = paired(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
             tables["paired.parquet"] = paired_table
             for row in paired_table.filter(pl.col("metric") == "sr_pass1").iter_rows(named=True):
@@ -158,7 +213,9 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "workspace": str(workspace),
-        "runs": [{"run_id": run.run_id, "model": run.model, "k": run.k, "dataset": run.dataset} for run in runs],
+        "runs": [{"run_id": run.run_id, "model": run.model, "k": run.k, "dataset": run.dataset,
+                  "judge": run.summary.get("judge"), "fluency": run.summary.get("fluency"),
+                  "self_judged": run.self_judged} for run in runs],
         "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
         "files": sorted(files), "warnings": warnings,
     }
@@ -223,6 +280,7 @@ def _print_report(result: dict[str, Any]) -> None:
         return _fmt(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
 
     table = Table(title=f"cirrus report -> {result['out_dir']}")
+    # runs may differ in K: every pass@K and pass^K cell names its run's K
     for column in ("run", "model", "tasks (errors)", "SR pass@1 [95% CI]", "SR pass@K", "pass^K",
                    "ATPR [95% CI]", "AMTL", "cost"):
         table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
@@ -230,7 +288,7 @@ def _print_report(result: dict[str, Any]) -> None:
         cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency']}"
         table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
                       with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
-                      f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", _fmt(row["pass_hat_k"]),
+                      f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", f"{_fmt(row['pass_hat_k'])} (K={row['k']})",
                       with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost)
     stdout.print(table)
     pairs = result["paired"]

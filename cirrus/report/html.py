@@ -240,6 +240,8 @@ def _leaderboard_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, st
     values, ci = {}, {}
     rows = {r["run_id"]: r for r in board.iter_rows(named=True)}
     k = {r["k"] for r in rows.values()}
+    if len(k) > 1:  # bars of several K under one label would compare unlike numbers: left out
+        metrics = ("sr_pass1", "atpr")
     labels = [METRIC_TITLES[m].replace("K", str(next(iter(k)))) if len(k) == 1 and m != "sr_pass1" else METRIC_TITLES[m]
               for m in metrics]
     for run in runs:
@@ -484,8 +486,8 @@ def _attempt_views(runs: Sequence[Run], anchors: _Anchors, context: Mapping[str,
 # --------------------------------------------------------------------------
 
 
-def _leaderboard_rows(board: pl.DataFrame,
-                      cis: Mapping[tuple[str, str, str, str], tuple[float, float]]) -> list[dict[str, Any]]:
+def _leaderboard_rows(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
+                      self_judged: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
     def with_ci(run_id: str, metric: str, value: Any) -> dict[str, str]:
         low, high = cis.get((run_id, "overall", "all", metric), (None, None))
         return {"value": _fmt(value), "ci": f"[{low:.2f}, {high:.2f}]" if low is not None else ""}
@@ -506,6 +508,7 @@ def _leaderboard_rows(board: pl.DataFrame,
             "amtl": {"value": _fmt(row.get("amtl"), 1), "ci": (lambda c: f"[{c[0]:.1f}, {c[1]:.1f}]" if c else "")(
                 cis.get((run, "overall", "all", "amtl")))},
             "cost": cost or "–", "judge": row.get("judge") or "–",
+            "self_judged": bool((self_judged or {}).get(run)),
         })
     return rows
 
@@ -553,7 +556,11 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
     if paired is not None and not paired.is_empty():
         for row in paired.iter_rows(named=True):
             paired_rows.append({
-                "run_a": row["run_a"], "run_b": row["run_b"], "metric": METRIC_TITLES.get(row["metric"], row["metric"]),
+                "run_a": row["run_a"], "run_b": row["run_b"],
+                # the pair's K (the smaller of the two runs' K unless --k), never a bare "K"
+                "metric": (METRIC_TITLES[row["metric"]].replace("K", str(row["k"]))
+                           if row["metric"] in ("sr_pass_at_k", "pass_hat_k") and row.get("k") is not None
+                           else METRIC_TITLES.get(row["metric"], row["metric"])),
                 "n_tasks": row["n_tasks"], "diff": _fmt(row["diff"]),
                 "ci": "–" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]",
                 "p": _fmt(row["p_value"], 4)})
@@ -580,8 +587,10 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         title="Cirrus report: " + ", ".join(run_ids),
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         workspace=str(workspace), runs=[{"run_id": r.run_id, "model": r.model, "k": r.k, "dataset": r.dataset,
-                                         "color": run_colors[r.run_id]} for r in runs],
-        leaderboard=_leaderboard_rows(board, cis), paired=paired_rows, confidence=confidence,
+                                         "color": run_colors[r.run_id], "self_judged": r.self_judged} for r in runs],
+        self_judged_runs=[r.run_id for r in runs if r.self_judged],
+        mixed_k=len(set(board["k"].to_list())) > 1,
+        leaderboard=_leaderboard_rows(board, cis, {r.run_id: r.self_judged for r in runs}), paired=paired_rows, confidence=confidence,
         charts={k: (jinja2.utils.markupsafe.Markup(v) if isinstance(v, str) else v) for k, v in charts.items()
                 if k != "breakdowns"},
         breakdowns=[{**s, "svg": jinja2.utils.markupsafe.Markup(s["svg"])} for s in charts["breakdowns"]],

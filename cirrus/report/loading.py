@@ -118,6 +118,13 @@ class Run:
         return 1
 
     @property
+    def self_judged(self) -> bool:
+        """The run's judge or fluency checker was the agent's own model
+        (``self_judged`` of summary.json, else of run.json; runs made
+        before Cirrus recorded it count as not self-judged)."""
+        return self.summary.get("self_judged", self.config.get("self_judged")) is True
+
+    @property
     def dataset(self) -> str | None:
         value = self.config.get("fingerprint", {}).get("dataset")
         return None if value is None else str(value)
