@@ -488,3 +488,19 @@ def test_ctrl_c_stops_ingest_cleanly(tmp_path, point, request):
                                timeout=600)
         assert rerun.returncode == 0, rerun.stderr
         assert workspace_snapshot(workspace) == uninterrupted
+
+
+def test_an_interrupt_while_a_cassette_is_written_leaves_no_temporary_file(tmp_path, pipeline_config, monkeypatch):
+    import tempfile
+
+    def interrupted_write(path, cassette):  # Ctrl-C after the temporary file exists, before its own clean-up
+        tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "write_cassette", interrupted_write)
+    workspace = tmp_path / "ws"
+    with pytest.raises(KeyboardInterrupt):
+        run_ingest(IngestOptions(raw_path=SAMPLE_RAW / "billing.json", workspace=workspace, pipeline=pipeline_config,
+                                 jobs=1, progress=False))
+    assert not list(workspace.rglob("*.tmp"))
+    assert (workspace / "tickets" / ".ingest-in-progress").exists()

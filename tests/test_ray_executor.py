@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -77,30 +78,28 @@ def _ingest(raw: Path, workspace: Path, pipeline_config, executor: str, jobs: in
     return run_ingest(options).manifest
 
 
-def test_ray_and_local_executors_write_identical_workspaces(tmp_path, local_ray, pipeline_config,
-                                                            raw_with_cross_file_duplicates, local_workspace):
-    on_ray = _ingest(raw_with_cross_file_duplicates, tmp_path / "ray", pipeline_config, "ray", jobs=2)
-    assert on_ray["counts"]["tasks"] > 10
-    duplicates = [q for q in on_ray["quarantined"] if q["reason"].startswith("duplicate ticket_id")]
-    assert "zz_repeat.jsonl" in [q["source"] for q in duplicates]
-    assert workspace_snapshot(tmp_path / "ray") == local_workspace
-
-
-def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config,
-                                                     raw_with_cross_file_duplicates, local_workspace):
-    _ingest(raw_with_cross_file_duplicates, tmp_path / "one", pipeline_config, "ray", jobs=1)
-    assert workspace_snapshot(tmp_path / "one") == local_workspace
-
-
-def test_cli_starts_its_own_ray_and_reports_like_the_local_run(tmp_path, raw_with_cross_file_duplicates,
-                                                               local_workspace):
+def test_ray_and_local_executors_write_identical_workspaces(tmp_path, raw_with_cross_file_duplicates, local_workspace):
+    """`cirrus ingest --executor ray` starts a Ray of its own (no --ray-address),
+    settles the tickets on two actors, finds the duplicate across files and
+    writes what the local executor writes."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     workspace = tmp_path / "ray"
     result = subprocess.run([sys.executable, "-m", "cirrus.cli", "ingest", str(raw_with_cross_file_duplicates),
                              "--kb", str(SAMPLE_KB), "-w", str(workspace), "--executor", "ray", "--jobs", "2", "-q"],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+    manifest = json.loads((workspace / "tickets" / "manifest.json").read_text())
+    assert manifest["counts"]["tasks"] > 10
+    duplicates = [q for q in manifest["quarantined"] if q["reason"].startswith("duplicate ticket_id")]
+    assert "zz_repeat.jsonl" in [q["source"] for q in duplicates]
     assert workspace_snapshot(workspace) == local_workspace
+
+
+def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config,
+                                                     raw_with_cross_file_duplicates, local_workspace):
+    # many: the test above (two actors); one actor on the Ray this module started
+    _ingest(raw_with_cross_file_duplicates, tmp_path / "one", pipeline_config, "ray", jobs=1)
+    assert workspace_snapshot(tmp_path / "one") == local_workspace
 
 
 def test_missing_ray_is_a_clear_error(tmp_path, monkeypatch):

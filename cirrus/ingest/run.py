@@ -290,30 +290,37 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     on_load = (lambda: _say(loading_message(options))) if options.progress else None
     # closing(): on an interrupt the executor's pool is shut down here, before
     # the exception leaves, not whenever the generator is collected
-    with _InterruptLatch() as interrupts, closing(bar), atomic_writer(workspace / TASKS_FILE) as out, \
-            closing(_outcomes(options, factory, on_load)) as outcomes:
-        for outcome in outcomes:
-            interrupts.check()
-            bar.update(1)
-            tally.read += 1
-            if outcome.status is not None:
-                tally.by_status[outcome.status] += 1
-            result = outcome.result
-            if result is None:
-                continue
-            if isinstance(result, Quarantined):
-                tally.quarantined.append(result.to_manifest())
-            elif isinstance(result, Skipped):
-                tally.skipped.append({**result.origin.to_manifest(), "ticket_id": result.ticket_id, "reason": result.reason})
-            else:
-                if result.cassette is not None:
-                    relative = result.task["cassette"]
-                    write_cassette(workspace / relative, result.cassette)
-                    written_cassettes.add(Path(relative).name)
-                out.write(json.dumps(result.task, ensure_ascii=False, separators=(",", ":")) + "\n")
-                tally.add_task(result)
-            bar.set_postfix(tasks=tally.tasks, quarantined=len(tally.quarantined), refresh=False)
-        interrupts.check()  # still inside the writer: an interrupted run commits nothing
+    try:
+        with _InterruptLatch() as interrupts, closing(bar), atomic_writer(workspace / TASKS_FILE) as out, \
+                closing(_outcomes(options, factory, on_load)) as outcomes:
+            for outcome in outcomes:
+                interrupts.check()
+                bar.update(1)
+                tally.read += 1
+                if outcome.status is not None:
+                    tally.by_status[outcome.status] += 1
+                result = outcome.result
+                if result is None:
+                    continue
+                if isinstance(result, Quarantined):
+                    tally.quarantined.append(result.to_manifest())
+                elif isinstance(result, Skipped):
+                    tally.skipped.append({**result.origin.to_manifest(), "ticket_id": result.ticket_id, "reason": result.reason})
+                else:
+                    if result.cassette is not None:
+                        relative = result.task["cassette"]
+                        write_cassette(workspace / relative, result.cassette)
+                        written_cassettes.add(Path(relative).name)
+                    out.write(json.dumps(result.task, ensure_ascii=False, separators=(",", ":")) + "\n")
+                    tally.add_task(result)
+                bar.set_postfix(tasks=tally.tasks, quarantined=len(tally.quarantined), refresh=False)
+            interrupts.check()  # still inside the writer: an interrupted run commits nothing
+    except KeyboardInterrupt:
+        # Ctrl-C can land between a temporary file's creation and the clean-up
+        # that guards it: leave no temporary file behind (one writer per workspace)
+        for folder in (workspace / TASKS_FILE.parent, mocks):
+            remove_stale_temps(folder)
+        raise
     for stale in mocks.glob("*.yaml"):
         if stale.name not in written_cassettes:
             stale.unlink()

@@ -82,19 +82,30 @@ def common_words(model_name: str | None = None, include_nouns: bool = False) -> 
 
     words = set(STOP_WORDS)
     if model_name:
-        from cirrus.ingest.deid.engine import load_spacy
-
-        nlp = load_spacy(model_name)
-        if "lemmatizer" in nlp.pipe_names:
-            lookups = nlp.get_pipe("lemmatizer").lookups
-            if lookups.has_table("lemma_index"):
-                from spacy.strings import get_string_id
-
-                noun = get_string_id("noun")
-                for pos, entries in lookups.get_table("lemma_index").items():
-                    if include_nouns or pos != noun:
-                        words.update(w for w in entries if w.isalpha())
+        for is_noun, entries in _lemma_index(model_name):
+            if include_nouns or not is_noun:
+                words.update(entries)
     return frozenset(words)
+
+
+@functools.cache
+def _lemma_index(model_name: str) -> tuple[tuple[bool, frozenset[str]], ...]:
+    """The alphabetic words of the spaCy model's lemma index, by part of
+    speech (noun or not): read once per process, as loading the model
+    costs a third of a second each time."""
+    from cirrus.ingest.deid.engine import load_spacy
+
+    nlp = load_spacy(model_name)
+    if "lemmatizer" not in nlp.pipe_names:
+        return ()
+    lookups = nlp.get_pipe("lemmatizer").lookups
+    if not lookups.has_table("lemma_index"):
+        return ()
+    from spacy.strings import get_string_id
+
+    noun = get_string_id("noun")
+    return tuple((pos == noun, frozenset(w for w in entries if w.isalpha()))
+                 for pos, entries in lookups.get_table("lemma_index").items())
 
 
 def in_dictionary(token: str, words: frozenset[str]) -> bool:
