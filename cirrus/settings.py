@@ -15,7 +15,15 @@ extra_body = { enable_thinking = false }
 
 [roles.judge]
 rpm = 600
+
+[judge_input]            # what the coverage judge and fluency checker are sent
+candidate_chars = 8000   # the agent's reply: its first N characters
+reference_chars = 8000   # the reference reply: its first N characters
+history_chars = 24000    # the rendered history: its most recent N characters
 ```
+
+The ``[judge_input]`` limits apply to every LLM judge built after the file is
+loaded (docs/judging.md).
 """
 
 from __future__ import annotations
@@ -60,14 +68,30 @@ class RoleSettings(_Strict):
         return self.model_dump(exclude_none=True, exclude={"model", "base_url", "api_key_env"})
 
 
+class JudgeInputSettings(_Strict):
+    """``[judge_input]``: the size limits of what LLM judges are sent
+    (:class:`cirrus.judges.llm.JudgeInputLimits`; absent keys keep its defaults)."""
+
+    candidate_chars: int | None = Field(default=None, ge=1)
+    reference_chars: int | None = Field(default=None, ge=1)
+    history_chars: int | None = Field(default=None, ge=1)
+
+
 class Settings(_Strict):
     providers: list[ProviderSettings] = Field(default_factory=list)
+    judge_input: JudgeInputSettings = Field(default_factory=JudgeInputSettings)
     roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
     # read and checked by `cirrus report` (cirrus.report.loading.load_prices)
     prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def role(self, name: Literal["agent", "judge", "fluency"]) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
+
+    def judge_input_limits(self) -> Any:
+        """The :class:`cirrus.judges.llm.JudgeInputLimits` of ``[judge_input]``."""
+        from cirrus.judges.llm import JudgeInputLimits
+
+        return JudgeInputLimits(**self.judge_input.model_dump(exclude_none=True))
 
 
 class SettingsError(ValueError):
@@ -76,13 +100,17 @@ class SettingsError(ValueError):
 
 def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
     """``explicit``, else ``<workspace>/cirrus.toml``, else the current
-    directory's; no file means built-in defaults.  Providers are registered."""
+    directory's; no file means built-in defaults.  Providers are registered,
+    and the ``[judge_input]`` limits (or the defaults) become those of the
+    LLM judges built from now on."""
     candidates = [explicit] if explicit else [workspace / SETTINGS_FILE, Path.cwd() / SETTINGS_FILE]
     path = next((p for p in candidates if p is not None and p.is_file()), None)
     if explicit is not None and path is None:
         raise SettingsError(f"settings file {explicit} does not exist")
     if path is None:
-        return Settings()
+        settings = Settings()
+        _apply_judge_input(settings)
+        return settings
     try:
         settings = Settings.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
     except tomllib.TOMLDecodeError as exc:
@@ -92,4 +120,11 @@ def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
         raise SettingsError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
     register_providers([Provider(p.name, p.base_url.rstrip("/"), p.api_key_env, tuple(p.prefixes))
                         for p in settings.providers])
+    _apply_judge_input(settings)
     return settings
+
+
+def _apply_judge_input(settings: Settings) -> None:
+    from cirrus.judges.llm import configure_input_limits
+
+    configure_input_limits(settings.judge_input_limits())

@@ -50,6 +50,10 @@ class AgentTurn:
 class Verdict:
     ok: bool
     raw: str = ""
+    # what of the judge's input was cut to its size limit, per part
+    # ("candidate", "reference", "history"): {"original_chars", "sent_chars"};
+    # None when the judge was sent everything (docs/judging.md)
+    input_cut: dict[str, dict[str, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

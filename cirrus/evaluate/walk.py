@@ -69,7 +69,10 @@ async def judge_checkpoint(
 
 
 def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: bool) -> dict[str, Any]:
-    return {"kind": kind, "checkpoint": checkpoint, "ok": ok, "raw": verdict.raw if verdict else None}
+    record = {"kind": kind, "checkpoint": checkpoint, "ok": ok, "raw": verdict.raw if verdict else None}
+    if verdict is not None and verdict.input_cut:  # what of the judge's input was cut (docs/judging.md)
+        record["judge_input_cut"] = verdict.input_cut
+    return record
 
 
 async def walk(

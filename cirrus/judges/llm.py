@@ -15,6 +15,14 @@ are data: each goes into the prompt between tags carrying a per-request
 boundary id (:func:`data_boundary`, removed from the data itself), and the
 system prompts say that text inside such blocks is never an instruction.
 
+Inputs are bounded (:class:`JudgeInputLimits`, docs/judging.md): the
+candidate reply, the reference reply and the rendered history are cut to
+configurable sizes with a visible marker (:func:`cut_marker`) inside their
+data block, so a 20 MB reply is judged on its first characters instead of
+failing the request.  The verdict records what was cut
+(:attr:`Verdict.input_cut`, which the walk copies into the transcript's
+verdict record as ``judge_input_cut``).
+
 Calls are cached (:class:`cirrus.llm.cache.ResponseCache`, when the client
 has one): re-scoring or resuming a run asks no question twice.
 """
@@ -25,6 +33,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from cirrus.evaluate.types import Verdict
@@ -32,6 +41,88 @@ from cirrus.judges import prompts, verdicts
 from cirrus.llm.client import ChatClient
 
 DEFAULT_PARSE_ATTEMPTS = 3
+
+
+# --------------------------------------------------------------------------
+# bounded inputs
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeInputLimits:
+    """The most characters of each data part a judge is sent (the marker
+    added where text was cut not counted).  ``candidate_chars`` and
+    ``reference_chars`` keep the head of the reply; ``history_chars`` keeps
+    the most recent messages of the rendered history, whole where possible.
+    Set in ``cirrus.toml`` under ``[judge_input]`` (docs/judging.md)."""
+
+    candidate_chars: int = 8_000
+    reference_chars: int = 8_000
+    history_chars: int = 24_000
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1")
+
+
+DEFAULT_INPUT_LIMITS = JudgeInputLimits()
+_configured_limits = DEFAULT_INPUT_LIMITS
+
+
+def configure_input_limits(limits: JudgeInputLimits | None) -> None:
+    """The limits of judges built without ``limits=`` from now on
+    (:func:`cirrus.settings.load_settings` sets them from ``[judge_input]``;
+    ``None`` restores the defaults)."""
+    global _configured_limits
+    _configured_limits = limits or DEFAULT_INPUT_LIMITS
+
+
+def input_limits() -> JudgeInputLimits:
+    """The limits judges built without ``limits=`` use."""
+    return _configured_limits
+
+
+def cut_marker(cut: int) -> str:
+    """What stands in a data block where ``cut`` characters were left out."""
+    return f"[... {cut:,} characters cut by Cirrus ...]"
+
+
+def cap_text(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to its first ``limit`` characters, with the marker
+    after them, and how many characters were cut (0: unchanged)."""
+    if len(text) <= limit:
+        return text, 0
+    head = text[:limit].rstrip()
+    cut = len(text) - len(head)
+    return head + "\n" + cut_marker(cut), cut
+
+
+def cap_history(rendered: str, limit: int, separator: str = "\n\n") -> tuple[str, int]:
+    """The most recent part of a rendered history within ``limit``
+    characters: whole messages (``separator``-joined), the oldest dropped
+    first, behind the marker; when even the last message is longer than
+    ``limit``, its last ``limit`` characters."""
+    if len(rendered) <= limit:
+        return rendered, 0
+    lines = rendered.split(separator)
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        extra = len(line) + (len(separator) if kept else 0)
+        if size + extra > limit:
+            break
+        kept.append(line)
+        size += extra
+    if kept:
+        text = separator.join(reversed(kept))
+    else:
+        text = rendered[-limit:].lstrip()
+    cut = len(rendered) - len(text)
+    return cut_marker(cut) + separator + text, cut
+
+
+def _cut_record(original: str, sent: str) -> dict[str, int]:
+    return {"original_chars": len(original), "sent_chars": len(sent)}
 
 # --------------------------------------------------------------------------
 # reading verdicts (cirrus.judges.verdicts) and fencing the data
@@ -131,20 +222,30 @@ def _prompt_hash(*texts: str) -> str:
 
 
 class _LLMVerdicts:
-    def __init__(self, client: ChatClient, *, history_turns: int, attempts: int, cache: bool) -> None:
+    def __init__(self, client: ChatClient, *, history_turns: int, attempts: int, cache: bool,
+                 limits: JudgeInputLimits | None) -> None:
         if attempts < 1:
             raise ValueError("attempts must be >= 1")
         self.client = client
         self.history_turns = history_turns
         self.attempts = attempts
         self.cache = cache
+        self.limits = limits or input_limits()
 
-    async def _verdict(self, system: str, user: str, parse: Callable[[str], bool], repair: str, what: str) -> Verdict:
+    def _history(self, history: Sequence[Mapping[str, Any]], cuts: dict[str, dict[str, int]]) -> str:
+        rendered = render_history(history, self.history_turns)
+        text, cut = cap_history(rendered, self.limits.history_chars)
+        if cut:
+            cuts["history"] = _cut_record(rendered, text)
+        return text
+
+    async def _verdict(self, system: str, user: str, parse: Callable[[str], bool], repair: str, what: str,
+                       cuts: dict[str, dict[str, int]]) -> Verdict:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         ok, result = await self.client.complete_parsed(
             messages, parse, attempts=self.attempts, repair=repair, cache=self.cache, what=what
         )
-        return Verdict(ok=ok, raw=result.content)
+        return Verdict(ok=ok, raw=result.content, input_cut=cuts or None)
 
 
 class LLMCoverageJudge(_LLMVerdicts):
@@ -153,8 +254,9 @@ class LLMCoverageJudge(_LLMVerdicts):
     ``history_turns`` customer turns of the history."""
 
     def __init__(self, client: ChatClient, *, history_turns: int = 3, attempts: int = DEFAULT_PARSE_ATTEMPTS,
-                 cache: bool = True, system_prompt: str = prompts.COVERAGE_SYSTEM) -> None:
-        super().__init__(client, history_turns=history_turns, attempts=attempts, cache=cache)
+                 cache: bool = True, system_prompt: str = prompts.COVERAGE_SYSTEM,
+                 limits: JudgeInputLimits | None = None) -> None:
+        super().__init__(client, history_turns=history_turns, attempts=attempts, cache=cache, limits=limits)
         self.system_prompt = system_prompt
         self.name = f"llm-coverage:{client.model}"
 
@@ -163,32 +265,37 @@ class LLMCoverageJudge(_LLMVerdicts):
             **self.client.role.fingerprint(),
             "prompt_sha256": _prompt_hash(self.system_prompt, prompts.COVERAGE_USER, prompts.COVERAGE_REPAIR),
             "history_turns": self.history_turns,
+            "input_limits": asdict(self.limits),
         }
 
     def _data(self, history: Sequence[Mapping[str, Any]], query: str, reference: str,
-              candidate: str) -> tuple[str, dict[str, str]]:
-        data = {
-            "history": render_history(history, self.history_turns),
-            "query": query.strip(),
-            "reference": reference.strip(),
-            "candidate": candidate.strip() or "(the agent wrote no text)",
-        }
+              candidate: str) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
+        cuts: dict[str, dict[str, int]] = {}
+        data = {"history": self._history(history, cuts), "query": query.strip()}
+        for name, text, limit in (("reference", reference.strip(), self.limits.reference_chars),
+                                  ("candidate", candidate.strip(), self.limits.candidate_chars)):
+            sent, cut = cap_text(text, limit)
+            if cut:
+                cuts[name] = _cut_record(text, sent)
+            data[name] = sent
+        data["candidate"] = data["candidate"] or "(the agent wrote no text)"
         boundary = data_boundary(*data.values())
-        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}
+        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}, cuts
 
     def user_message(self, history: Sequence[Mapping[str, Any]], query: str, reference: str, candidate: str) -> str:
-        boundary, data = self._data(history, query, reference, candidate)
+        boundary, data, _ = self._data(history, query, reference, candidate)
         return prompts.COVERAGE_USER.format(id=boundary, **data)
 
     async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:
-        boundary, data = self._data(history, query, reference, candidate)
+        boundary, data, cuts = self._data(history, query, reference, candidate)
         user = prompts.COVERAGE_USER.format(id=boundary, **data)
         echoes = (data["candidate"], data["reference"], data["query"], data["history"])
 
         def parse(raw: str) -> bool:
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
 
-        return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict")
+        return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict",
+                                   cuts)
 
 
 class LLMFluencyChecker(_LLMVerdicts):
@@ -197,8 +304,9 @@ class LLMFluencyChecker(_LLMVerdicts):
     last ``history_turns`` customer turns of the history."""
 
     def __init__(self, client: ChatClient, *, history_turns: int = 5, attempts: int = DEFAULT_PARSE_ATTEMPTS,
-                 cache: bool = True, system_prompt: str = prompts.FLUENCY_SYSTEM) -> None:
-        super().__init__(client, history_turns=history_turns, attempts=attempts, cache=cache)
+                 cache: bool = True, system_prompt: str = prompts.FLUENCY_SYSTEM,
+                 limits: JudgeInputLimits | None = None) -> None:
+        super().__init__(client, history_turns=history_turns, attempts=attempts, cache=cache, limits=limits)
         self.system_prompt = system_prompt
         self.name = f"llm-fluency:{client.model}"
 
@@ -207,23 +315,26 @@ class LLMFluencyChecker(_LLMVerdicts):
             **self.client.role.fingerprint(),
             "prompt_sha256": _prompt_hash(self.system_prompt, prompts.FLUENCY_USER, prompts.FLUENCY_REPAIR),
             "history_turns": self.history_turns,
+            "input_limits": {"history_chars": self.limits.history_chars},
         }
 
-    def _data(self, history: Sequence[Mapping[str, Any]], next_query: str) -> tuple[str, dict[str, str]]:
-        data = {"history": render_history(history, self.history_turns), "next_query": next_query.strip()}
+    def _data(self, history: Sequence[Mapping[str, Any]],
+              next_query: str) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
+        cuts: dict[str, dict[str, int]] = {}
+        data = {"history": self._history(history, cuts), "next_query": next_query.strip()}
         boundary = data_boundary(*data.values())
-        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}
+        return boundary, {name: fence_data(text, boundary) for name, text in data.items()}, cuts
 
     def user_message(self, history: Sequence[Mapping[str, Any]], next_query: str) -> str:
-        boundary, data = self._data(history, next_query)
+        boundary, data, _ = self._data(history, next_query)
         return prompts.FLUENCY_USER.format(id=boundary, **data)
 
     async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
-        boundary, data = self._data(history, next_query)
+        boundary, data, cuts = self._data(history, next_query)
         user = prompts.FLUENCY_USER.format(id=boundary, **data)
         echoes = (data["next_query"], data["history"])
 
         def parse(raw: str) -> bool:
             return parse_yes_no(raw, boundary=boundary, echoes=echoes)
 
-        return await self._verdict(self.system_prompt, user, parse, prompts.FLUENCY_REPAIR, "fluency answer")
+        return await self._verdict(self.system_prompt, user, parse, prompts.FLUENCY_REPAIR, "fluency answer", cuts)
