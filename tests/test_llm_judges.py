@@ -244,3 +244,67 @@ def test_fingerprints_hold_prompt_and_parameters():
     assert coverage["model"] == "j" and coverage["params"]["temperature"] == 0.0 and coverage["prompt_sha256"]
     assert coverage != LLMCoverageJudge(client, system_prompt="other").fingerprint()
     assert coverage["prompt_sha256"] != LLMFluencyChecker(client).fingerprint()["prompt_sha256"]
+
+
+def _block(text: str, tag: str) -> str:
+    match = re.search(rf'<{tag} id="(\w+)">\n(.*?)\n</{tag} id="\1">', text, re.S)
+    return match.group(2) if match else ""
+
+
+def test_logical_jump_prompt_shows_what_the_agent_saw_and_the_later_exchange():
+    answer = '{"reason": "the restart step is already there", "verdict": "Included"}'
+    with ChatServer([answer]) as server:
+        verdict = with_client(server, lambda c: LLMCoverageJudge(c).covers_later(
+            HISTORY + [{"role": "user", "content": "turn five: why is it down?"}], "turn five: why is it down?",
+            "Your bill is overdue; pay it, then restart the instance.",
+            "I paid it, now what?", "Restart the instance from the console."))
+    assert verdict == Verdict(ok=True, raw=answer)
+    system, user = (m["content"] for m in server.requests[0]["messages"])
+    assert system == prompts.COVERAGE_LATER_SYSTEM and system != prompts.COVERAGE_SYSTEM
+    assert "never saw" in system
+    # the customer's last message is the one the agent answered, U_k ...
+    assert _block(user, "customer_last_message") == "turn five: why is it down?"
+    assert _block(user, "candidate_reply") == "Your bill is overdue; pay it, then restart the instance."
+    # ... and the later message U_j and its reply R_j come after, said to be later
+    assert _block(user, "later_customer_message") == "I paid it, now what?"
+    assert _block(user, "reference_reply") == "Restart the instance from the console."
+    assert user.index("<candidate_reply") < user.index("<later_customer_message") < user.index("<reference_reply")
+    assert "I paid it" not in _block(user, "conversation")
+
+
+def test_the_walk_asks_later_checkpoints_as_logical_jumps():
+    """Checkpoint 1 is asked with the plain prompt; checkpoints 2 and 3 with
+    the logical-jump prompt, still showing U_1 as the last message."""
+    from cirrus.evaluate.walk import walk
+    from cirrus.evaluate.types import AgentTurn
+    from cirrus.replay import ToolReplayer
+
+    task = {"task_id": "t", "history": [], "checkpoints": [
+        {"index": k, "query": f"question {k}", "reply": f"answer {k}", "tool_calls": [], "reply_type": "Solution"}
+        for k in (1, 2, 3)]}
+
+    class Agent:
+        name, offline = "a", True
+
+        async def respond(self, request, replayer):
+            return AgentTurn("answer 1, answer 2", messages=[{"role": "assistant", "content": "answer 1, answer 2"}])
+
+    def judge_rule(body):
+        system, user = (m["content"] for m in body["messages"][:2])
+        if system == prompts.FLUENCY_SYSTEM:
+            return '{"answer": "Yes"}'
+        included = _block(user, "reference_reply") in _block(user, "candidate_reply")
+        return '{"verdict": "%s"}' % ("Included" if included else "Not Included")
+
+    with ChatServer(rule=judge_rule) as server:
+        async def run(client):
+            return await walk(task, Agent(), LLMCoverageJudge(client), LLMFluencyChecker(client), ToolReplayer(None))
+        result = with_client(server, run)
+    assert result.outcome.covered == 2 and result.turns[0].covered_through == 2
+    assert all(len(m["messages"]) == 2 for m in server.requests)  # every answer read at once
+    asked = [(m["messages"][0]["content"], m["messages"][1]["content"]) for m in server.requests]
+    coverage = [(system, user) for system, user in asked if system != prompts.FLUENCY_SYSTEM]
+    assert [system == prompts.COVERAGE_LATER_SYSTEM for system, _ in coverage[:3]] == [False, True, True]
+    for _, user in coverage[:3]:
+        assert _block(user, "customer_last_message") == "question 1"
+    assert [_block(user, "later_customer_message") for _, user in coverage[1:3]] == ["question 2", "question 3"]

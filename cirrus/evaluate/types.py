@@ -74,6 +74,11 @@ class Agent(Protocol):
 
 
 class CoverageJudge(Protocol):
+    """A coverage judge.  It may also have ``covers_later(history, query,
+    candidate, later_query, later_reference) -> Verdict`` for logical jumps
+    (:func:`cirrus.evaluate.walk.ask_coverage`); one without it is asked
+    :meth:`covers` with the later checkpoint's query and reference."""
+
     name: str
 
     async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:

@@ -53,16 +53,35 @@ class WalkResult:
         return sum(t.turn.output_tokens for t in self.turns)
 
 
+async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]], answered: dict[str, Any],
+                       judged: dict[str, Any], candidate: str) -> Verdict | None:
+    """The judge's verdict on whether ``candidate``, the agent's reply to
+    checkpoint ``answered``'s query (the last message of ``history``), holds
+    the key information of checkpoint ``judged``'s reference reply; ``None``
+    when that reference has no text (a checkpoint of tool calls only).
+
+    When ``judged`` is a later checkpoint (a logical jump), the judge is told
+    so (:meth:`CoverageJudge.covers_later`): the later reference was written
+    after the customer's later message, which the agent never saw.  A judge
+    without ``covers_later`` is asked the plain question (with the later
+    query as the customer's last message)."""
+    if not judged["reply"].strip():
+        return None
+    covers_later = getattr(judge, "covers_later", None)
+    if covers_later is None or judged is answered or judged == answered:
+        return await judge.covers(history, judged["query"], judged["reply"], candidate)
+    return await covers_later(history, answered["query"], candidate, judged["query"], judged["reply"])
+
+
 async def judge_checkpoint(
-    judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: dict[str, Any], turn: AgentTurn
+    judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: dict[str, Any], turn: AgentTurn,
+    answered: dict[str, Any] | None = None,
 ) -> tuple[CheckpointDecision, Verdict | None]:
-    """``accepts(response, k)`` of the contract for one checkpoint."""
-    verdict = None
-    if checkpoint["reply"].strip():
-        verdict = await judge.covers(history, checkpoint["query"], checkpoint["reply"], turn.text)
-        rr = verdict.ok
-    else:
-        rr = True  # a checkpoint of tool calls only
+    """``accepts(response, k)`` of the contract for one checkpoint;
+    ``answered`` is the checkpoint whose query the turn answered (default:
+    ``checkpoint`` itself)."""
+    verdict = await ask_coverage(judge, history, answered or checkpoint, checkpoint, turn.text)
+    rr = verdict.ok if verdict is not None else True  # True: a checkpoint of tool calls only
     reference = [(c["name"], _canonical(c["arguments"])) for c in checkpoint["tool_calls"]]
     made = [(c.name, _canonical(c.arguments), c.recorded) for c in turn.tool_calls]
     return accepts(rr, reference, made), verdict
@@ -102,7 +121,7 @@ async def walk(
             break
         j = k
         while j < total:
-            later, later_verdict = await judge_checkpoint(judge, seen, checkpoints[j], turn)
+            later, later_verdict = await judge_checkpoint(judge, seen, checkpoints[j], turn, current)
             record.verdicts.append(_verdict_record("coverage", j + 1, later_verdict, later.accepted))
             if not later.accepted:
                 break

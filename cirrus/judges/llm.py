@@ -255,23 +255,27 @@ class LLMCoverageJudge(_LLMVerdicts):
 
     def __init__(self, client: ChatClient, *, history_turns: int = 3, attempts: int = DEFAULT_PARSE_ATTEMPTS,
                  cache: bool = True, system_prompt: str = prompts.COVERAGE_SYSTEM,
+                 later_system_prompt: str = prompts.COVERAGE_LATER_SYSTEM,
                  limits: JudgeInputLimits | None = None) -> None:
         super().__init__(client, history_turns=history_turns, attempts=attempts, cache=cache, limits=limits)
         self.system_prompt = system_prompt
+        self.later_system_prompt = later_system_prompt
         self.name = f"llm-coverage:{client.model}"
 
     def fingerprint(self) -> dict[str, Any]:
         return {
             **self.client.role.fingerprint(),
             "prompt_sha256": _prompt_hash(self.system_prompt, prompts.COVERAGE_USER, prompts.COVERAGE_REPAIR),
+            "later_prompt_sha256": _prompt_hash(self.later_system_prompt, prompts.COVERAGE_LATER_USER),
             "history_turns": self.history_turns,
             "input_limits": asdict(self.limits),
         }
 
-    def _data(self, history: Sequence[Mapping[str, Any]], query: str, reference: str,
-              candidate: str) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
+    def _data(self, history: Sequence[Mapping[str, Any]], query: str, reference: str, candidate: str,
+              **more: str) -> tuple[str, dict[str, str], dict[str, dict[str, int]]]:
         cuts: dict[str, dict[str, int]] = {}
-        data = {"history": self._history(history, cuts), "query": query.strip()}
+        data = {"history": self._history(history, cuts), "query": query.strip(),
+                **{name: text.strip() for name, text in more.items()}}
         for name, text, limit in (("reference", reference.strip(), self.limits.reference_chars),
                                   ("candidate", candidate.strip(), self.limits.candidate_chars)):
             sent, cut = cap_text(text, limit)
@@ -296,6 +300,27 @@ class LLMCoverageJudge(_LLMVerdicts):
 
         return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict",
                                    cuts)
+
+    def later_user_message(self, history: Sequence[Mapping[str, Any]], query: str, candidate: str,
+                           later_query: str, later_reference: str) -> str:
+        boundary, data, _ = self._data(history, query, later_reference, candidate, later_query=later_query)
+        return prompts.COVERAGE_LATER_USER.format(id=boundary, **data)
+
+    async def covers_later(self, history: list[dict[str, Any]], query: str, candidate: str, later_query: str,
+                           later_reference: str) -> Verdict:
+        """A logical jump: does ``candidate``, the agent's reply to ``query``
+        (the last message of ``history``), already hold the key information
+        of ``later_reference``, the engineer's reply to the customer's later
+        message ``later_query``, which the agent never saw?"""
+        boundary, data, cuts = self._data(history, query, later_reference, candidate, later_query=later_query)
+        user = prompts.COVERAGE_LATER_USER.format(id=boundary, **data)
+        echoes = (data["candidate"], data["reference"], data["query"], data["later_query"], data["history"])
+
+        def parse(raw: str) -> bool:
+            return parse_coverage(raw, boundary=boundary, echoes=echoes)
+
+        return await self._verdict(self.later_system_prompt, user, parse, prompts.COVERAGE_REPAIR,
+                                   "coverage verdict", cuts)
 
 
 class LLMFluencyChecker(_LLMVerdicts):

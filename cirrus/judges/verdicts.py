@@ -48,7 +48,7 @@ __all__ = ["COVERAGE", "FLUENCY", "Role", "DATA_TAGS", "read_coverage", "read_fl
            "own_words"]
 
 DATA_TAGS = ("conversation", "customer_last_message", "reference_reply", "candidate_reply",
-             "next_customer_message", "history", "reference", "candidate")
+             "next_customer_message", "later_customer_message", "history", "reference", "candidate")
 
 _EOS = r"(?=[\s*_`\"'.,;:!?)\]}>。，；：！？、”」]|$)"  # a verdict word ends here
 _END = r"(?=[*_`\"'”」)\]]*[ \t]*(?:[.!?。！,，;；:：\n]|$))"  # ... and so does the statement
