@@ -158,7 +158,7 @@ def eval_(
     model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model, a self-judged run that is warned about and recorded; local for baselines).")] = None,
+    judge_model: Annotated[Optional[list[str]], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model, a self-judged run that is warned about and recorded; local for baselines). Give it several times, or a comma list, for a judge panel: every member judges every checkpoint, the majority decides (a tie is Not Included).")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the judge (default: the agent's).")] = None,
     judge_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the judge (default: the agent's).")] = None,
     fluency_model: Annotated[Optional[str], typer.Option(help="Fluency checker model, or 'local' (default: the judge's).")] = None,
@@ -216,6 +216,9 @@ def eval_(
             flag = max((o for o in param.opts if o.startswith("--")), key=len, default=param.opts[0])
             if param.is_flag:
                 words += [flag] if value else []
+            elif isinstance(value, (list, tuple)):  # a repeatable option
+                for item in value:
+                    words += [flag, str(item)]
             elif value is not None:
                 words += [flag, str(shown_url(value) if param.name.endswith("base_url") else value)]
         if given_run_id is None:
@@ -246,7 +249,7 @@ def eval_(
 
     agent = role("agent", model, base_url, api_key_env, cli_params)
     assert agent is not None
-    judge = role("judge", judge_model, judge_base_url, judge_api_key_env, {})
+    judge = role("judge", ",".join(judge_model) if judge_model else None, judge_base_url, judge_api_key_env, {})
     fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
 
     def warn(text: str) -> None:
@@ -309,6 +312,11 @@ def _print_summary(summary: dict, directory: Path) -> None:
     for name, value in rows:
         table.add_row(name, fmt(value))
     out.print(table)
+    if summary.get("judge_panel"):
+        from cirrus.judges.agreement import describe_agreement
+
+        for line in describe_agreement(summary["judge_panel"]):
+            out.print(escape(line), highlight=False)
     if summary.get("offline_heuristics"):
         console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}; "
                       "scores are a harness check, not a model judgement")

@@ -15,6 +15,7 @@ extra_body = { enable_thinking = false }
 
 [roles.judge]
 rpm = 600
+# model = ["judge-a", "judge-b", "judge-c"]   # a judge panel: majority verdict
 
 [judge_input]            # what the coverage judge and fluency checker are sent
 candidate_chars = 8000   # the agent's reply: its first N characters
@@ -32,7 +33,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cirrus.llm.providers import Provider, register_providers
 
@@ -51,6 +52,8 @@ class ProviderSettings(_Strict):
 
 
 class RoleSettings(_Strict):
+    # a list (judge only) is a judge panel, kept as the comma list that
+    # --judge-model takes (cirrus.evaluate.roles.panel_members)
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -62,6 +65,15 @@ class RoleSettings(_Strict):
     max_retries: int | None = None
     rpm: float | None = None
     concurrency: int | None = None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _panel(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            if not value or not all(isinstance(name, str) and name.strip() and "," not in name for name in value):
+                raise ValueError("a list of models must hold model names (a judge panel)")
+            return ",".join(name.strip() for name in value)
+        return value
 
     def params(self) -> dict[str, Any]:
         """The RoleConfig keywords this file sets."""
@@ -83,6 +95,13 @@ class Settings(_Strict):
     roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
     # read and checked by `cirrus report` (cirrus.report.loading.load_prices)
     prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _panel_only_for_the_judge(self) -> Settings:
+        for name, role in self.roles.items():
+            if name != "judge" and role.model and "," in role.model:
+                raise ValueError(f"roles.{name}.model: only [roles.judge] may list several models (a judge panel)")
+        return self
 
     def role(self, name: Literal["agent", "judge", "fluency"]) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
@@ -117,7 +136,8 @@ def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise SettingsError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+        where = ".".join(map(str, first["loc"]))
+        raise SettingsError(f"{path}: {where + ': ' if where else ''}{first['msg']}") from exc
     register_providers([Provider(p.name, p.base_url.rstrip("/"), p.api_key_env, tuple(p.prefixes))
                         for p in settings.providers])
     _apply_judge_input(settings)

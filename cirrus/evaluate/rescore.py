@@ -86,6 +86,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cirrus.console import cli_console
+from cirrus.judges.agreement import describe_agreement, panel_agreement, votes_of_rows
 from cirrus.files import read_jsonl
 from cirrus.workspace import REPORTS_DIR
 
@@ -468,6 +469,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     summary = summarize(rows, source.summary.get("model", agent_name), int(source.summary.get("k", 1)), {
         "judge": judge.name, "fluency": fluency_name, "run_id": settings.run_id, "offline_heuristics": offline,
         "wall_s_this_session": round(time.perf_counter() - started, 2), "rescore": rescore_info,
+        **({"judge_panel": panel_agreement(members, votes_of_rows([r for r in rows if r["status"] == "ok"], members))}
+           if (members := getattr(judge, "member_names", None)) else {}),
     })
     store.finalize(summary)
     # the contract's columns are written by finalize; the truncation flag joins them here
@@ -519,13 +522,16 @@ def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
     if info["truncated"]:
         console.print(f"[yellow]note:[/] {info['truncated']} attempts were truncated: the new judge accepted turns "
                       "past where the saved transcripts end; their coverage is a lower bound (column `truncated`)")
+    if summary.get("judge_panel"):
+        for line in describe_agreement(summary["judge_panel"]):
+            out.print(escape(line), highlight=False)
     if summary.get("offline_heuristics"):
         console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}")
 
 
 def rescore(
     run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose transcripts are judged again.")],
-    judge_model: Annotated[Optional[str], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge).")] = None,
+    judge_model: Annotated[Optional[list[str]], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge). Several (repeated, or a comma list) make a judge panel: the majority decides, a tie is Not Included.")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: provider registry).")] = None,
     judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key.")] = None,
     fluency_model: Annotated[Optional[str], typer.Option(help="Re-check fluency with this model (or 'local'); default: reuse the run's saved fluency verdicts.")] = None,
@@ -550,7 +556,7 @@ def rescore(
         _fail(str(exc))
         return
     configured_judge = settings_file.role("judge")
-    judge_name = judge_model or configured_judge.model
+    judge_name = ",".join(judge_model) if judge_model else configured_judge.model
     if not judge_name:
         _fail("give the new judge with --judge-model (a model name, or 'local')")
         return

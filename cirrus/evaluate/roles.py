@@ -39,7 +39,8 @@ SELF_JUDGED_HINT = ("set a fixed judge with --judge-model MODEL (and --fluency-m
 def self_judged_roles(clients: dict[str, Any]) -> list[str]:
     """The roles among ``judge`` and ``fluency`` whose model client is the
     agent's own model at the same endpoint (model name and resolved base URL
-    equal); ``[]`` for an offline agent (a baseline) or offline judges."""
+    equal; for a judge panel, any member: ``judge[1]``, ``judge[2]``, ...);
+    ``[]`` for an offline agent (a baseline) or offline judges."""
     agent = clients.get("agent")
     if agent is None:
         return []
@@ -48,7 +49,9 @@ def self_judged_roles(clients: dict[str, Any]) -> list[str]:
         endpoint = client.role.endpoint
         return str(endpoint.model), str(endpoint.base_url or "").rstrip("/")
 
-    return [name for name in ("judge", "fluency") if name in clients and key(clients[name]) == key(agent)]
+    judged = {name.split("[")[0] for name, client in clients.items()
+              if name != "agent" and key(client) == key(agent)}
+    return [name for name in ("judge", "fluency") if name in judged]
 
 
 class RoleError(ValueError):
@@ -105,14 +108,30 @@ def _fingerprint(part: Any) -> Any:
     return part.fingerprint() if hasattr(part, "fingerprint") else {"name": part.name}
 
 
+def panel_members(model: str) -> list[str]:
+    """The judge models of a ``--judge-model`` value: one name, or a comma
+    list of a panel's members (``"a,b,c"``; spaces around names ignored)."""
+    names = [name.strip() for name in model.split(",")]
+    if any(not name for name in names):
+        raise RoleError(f"judge model list {model!r} has an empty name; separate names with single commas")
+    if len(set(names)) != len(names):
+        raise RoleError(f"judge model list {model!r} names a model twice; a panel needs distinct judges")
+    return names
+
+
 def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
                 tasks: Iterable[dict[str, Any]], workspace: Path) -> Roles:
-    """``tasks`` is read only by the retrieval baseline (its reply index)."""
+    """``tasks`` is read only by the retrieval baseline (its reply index).
+    A judge model naming several models (``"a,b,c"``) is a judge panel
+    (:class:`cirrus.judges.panel.JudgePanel`) whose members share the judge's
+    endpoint, key and parameters; the fluency checker then defaults to its
+    first member."""
     is_baseline = agent.model.startswith("baseline:")
     if is_baseline and agent.model not in BASELINES:
         raise RoleError(f"unknown baseline {agent.model!r}; choose one of {', '.join(BASELINES)}")
     judge = judge or RoleOptions(LOCAL if is_baseline else agent.model)
-    fluency = fluency or RoleOptions(judge.model, judge.base_url, judge.api_key_env)
+    members = panel_members(judge.model)
+    fluency = fluency or RoleOptions(members[0], judge.base_url, judge.api_key_env)
     # the agent's endpoint is the default of the others
     judge = RoleOptions(judge.model, judge.base_url or agent.base_url, judge.api_key_env or agent.api_key_env,
                         {"temperature": 0.0, **judge.params})
@@ -142,12 +161,20 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
         from cirrus.agents.openai_agent import OpenAIAgent
 
         agent_part = OpenAIAgent(client(agent, "agent"))
-    if judge.model == LOCAL:
-        judge_part: CoverageJudge = LocalCoverageJudge()
-    else:
+    def coverage_judge(model: str, name: str) -> CoverageJudge:
+        if model == LOCAL:
+            return LocalCoverageJudge()
         from cirrus.judges.llm import LLMCoverageJudge
 
-        judge_part = LLMCoverageJudge(client(judge, "judge"))
+        return LLMCoverageJudge(client(RoleOptions(model, judge.base_url, judge.api_key_env, judge.params), name))
+
+    if len(members) == 1:
+        judge_part: CoverageJudge = coverage_judge(members[0], "judge")
+    else:
+        from cirrus.judges.panel import JudgePanel
+
+        judge_part = JudgePanel([coverage_judge(model, f"judge[{number}]")
+                                 for number, model in enumerate(members, 1)])
     if fluency.model == LOCAL:
         fluency_part: FluencyChecker = LocalFluencyChecker()
     else:

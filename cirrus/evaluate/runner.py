@@ -28,6 +28,7 @@ from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.tasks import TaskIndex, TaskRef
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker, InfrastructureError
 from cirrus.evaluate.walk import WalkResult, walk
+from cirrus.judges.agreement import panel_agreement, votes_of_rows
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
@@ -50,6 +51,15 @@ class EvalSettings:
     details_extra: dict[str, Any] = field(default_factory=dict)
 
 
+def judge_votes(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Each judge panel member's coverage verdict on a turn, ``{"checkpoint",
+    "judge", "ok"}`` per member and checkpoint asked; ``None`` for a single
+    judge."""
+    votes = [{"checkpoint": verdict["checkpoint"], "judge": vote["judge"], "ok": vote["ok"]}
+             for verdict in verdicts if verdict.get("kind") == "coverage" for vote in verdict.get("votes") or ()]
+    return votes or None
+
+
 def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
     base = {"task_id": task["task_id"], "attempt": attempt, "category": task.get("category"),
             "checkpoints": len(task["checkpoints"])}
@@ -63,6 +73,7 @@ def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, e
         "covered_through": t.covered_through, "tia": t.decision.tia, "tsa": t.decision.tsa, "tev": t.decision.tev,
         "rr": t.decision.rr, "stl": t.turn.output_tokens, "fluent": t.fluent, "tool_calls": len(t.turn.tool_calls),
         "wall_s": round(t.turn.wall_s, 4), "input_tokens": t.turn.input_tokens, "model_calls": t.turn.model_calls,
+        "judge_votes": judge_votes(t.verdicts),
     } for t in result.turns]
     return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
             "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
@@ -192,11 +203,15 @@ async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluen
     keys = {(ref.task_id, a) for ref in index.refs for a in range(attempts)}
     rows = []
     reasons: Counter[str] = Counter()
+    members = getattr(judge, "member_names", None)  # a judge panel (cirrus.judges.panel)
+    votes: list[list[bool]] = []
     for row in store.latest_rows():
         if (row["task_id"], row["attempt"]) in keys:
             rows.append({f: row[f] for f in SUMMARY_FIELDS})
             if row["status"] == "error":
                 reasons[str(row.get("error") or "unknown error")] += 1
+            elif members:
+                votes += votes_of_rows([row], members)
     summary = summarize(rows, agent.name, settings.pass_k, {
         "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,
         "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))
@@ -204,6 +219,7 @@ async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluen
         "wall_s_this_session": round(time.perf_counter() - started, 2),
         # the judge or fluency checker is the agent's own model (cirrus.evaluate.roles.self_judged_roles)
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
+        **({"judge_panel": panel_agreement(members, votes)} if members else {}),
     })
     store.finalize(summary)
     return {**summary, "error_reasons": reasons.most_common()}

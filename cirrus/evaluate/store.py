@@ -46,6 +46,8 @@ CHECKPOINT_SCHEMA = {
     "task_id": pl.Utf8, "attempt": pl.Int64, "checkpoint": pl.Int64, "reply_type": pl.Utf8, "accepted": pl.Boolean,
     "covered_through": pl.Int64, "tia": pl.Boolean, "tsa": pl.Boolean, "tev": pl.Boolean, "rr": pl.Boolean,
     "stl": pl.Int64, "fluent": pl.Boolean, "tool_calls": pl.Int64, "wall_s": pl.Float64,
+    # a judge panel's members' coverage verdicts on the turn, as JSON (null for a single judge)
+    "judge_votes": pl.Utf8,
 }
 # columns derived when the tables are written, after those of the attempt rows
 # (runs finished before they existed lack them; readers fill them in)
@@ -108,6 +110,10 @@ def end_checkpoint(row: dict[str, Any]) -> int | None:
 
 class RunMismatch(ValueError):
     pass
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _end_partial_line(path: Path) -> None:
@@ -251,7 +257,8 @@ class RunStore:
             task_rows.append({**{k: row.get(k) for k in TASK_SCHEMA}, **run,
                               "end_reason": end_reason(row), "end_checkpoint": end_checkpoint(row)})
             checkpoint_rows.extend({**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": row["task_id"],
-                                    "attempt": row["attempt"], **run} for c in row.get("turns", []))
+                                    "attempt": row["attempt"], "judge_votes": _json_or_none(c.get("judge_votes")),
+                                    **run} for c in row.get("turns", []))
             if len(task_rows) >= batch:
                 flush()
         flush()

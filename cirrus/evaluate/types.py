@@ -54,6 +54,9 @@ class Verdict:
     # ("candidate", "reference", "history"): {"original_chars", "sent_chars"};
     # None when the judge was sent everything (docs/judging.md)
     input_cut: dict[str, dict[str, int]] | None = None
+    # a judge panel's members, in panel order: {"judge": name, "ok": bool,
+    # "raw": str} each (cirrus.judges.panel); None for a single judge
+    votes: tuple[dict[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,8 @@ def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: boo
     record = {"kind": kind, "checkpoint": checkpoint, "ok": ok, "raw": verdict.raw if verdict else None}
     if verdict is not None and verdict.input_cut:  # what of the judge's input was cut (docs/judging.md)
         record["judge_input_cut"] = verdict.input_cut
+    if verdict is not None and verdict.votes:  # a judge panel: every member's verdict (docs/judging.md)
+        record["votes"] = [dict(vote) for vote in verdict.votes]
     return record
 
 

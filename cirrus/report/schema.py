@@ -207,6 +207,7 @@ _CHECKPOINT_MEANINGS = {
     "fluent": "The fluency verdict after an accepted turn: can the next real query still follow this history? Null when none was asked (the turn was rejected, or it covered the last checkpoint).",
     "tool_calls": "Tool calls the agent made in the turn.",
     "wall_s": "Wall time of the agent's turn (its model calls and replayed tools), seconds.",
+    "judge_votes": "With a judge panel: every member's coverage verdict on the turn, as a JSON array of `{\"checkpoint\": j, \"judge\": name, \"ok\": bool}` (one per member and checkpoint asked: k, and the later checkpoints of a logical jump); the panel's verdict is the strict majority (`rr`, `covered_through`). Read it with DuckDB's `from_json` / `json_extract` or polars' `str.json_decode`. Null with a single judge.",
     "run_id": "The run: `reports/<run_id>/` of the workspace. Runs written before it existed lack it.",
     "model": "The agent under test (`model` of the run's `summary.json`). Runs written before it existed lack it.",
 }
