@@ -218,3 +218,25 @@ def test_panel_from_cirrus_toml(workspace):
     assert result.exit_code == 0, result.output
     assert json.loads((workspace / "reports/toml/summary.json").read_text())["judge_panel"]["members"] == [
         "llm-coverage:strict", "llm-coverage:lenient", "llm-coverage:grumpy"]
+
+
+def test_rescore_says_when_the_new_judge_is_the_agent(workspace):
+    with ChatServer(rule=rule) as server:
+        _eval(workspace, server, "src", "strict", "lenient")  # the agent "strict" (answers as a judge would)
+
+        def rescore(run_id: str, *judges: str):
+            result = CliRunner().invoke(app, [
+                "rescore", "src", *[w for j in judges for w in ("--judge-model", j)],
+                "--judge-base-url", server.base_url, "--judge-api-key-env", KEY_ENV, "--run-id", run_id,
+                "-w", str(workspace), "-q"], env={KEY_ENV: KEY, "COLUMNS": "200"})
+            assert result.exit_code == 0, result.output
+            summary = json.loads((workspace / f"reports/{run_id}/summary.json").read_text())
+            run = json.loads((workspace / f"reports/{run_id}/run.json").read_text())
+            return " ".join(result.stderr.split()), summary, run
+
+        stderr, summary, run = rescore("by-itself", "grumpy", "strict")
+        assert "grades the agent with itself" in stderr and "--judge-model" in stderr
+        assert summary["self_judged"] is True and run["self_judged_roles"] == ["judge"]
+        stderr, summary, run = rescore("by-others", "grumpy", "lenient")
+        assert "grades the agent with itself" not in stderr
+        assert summary["self_judged"] is False and run["self_judged_roles"] == []

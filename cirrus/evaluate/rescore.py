@@ -309,6 +309,27 @@ class SourceRun:
         return self.run["fingerprint"]
 
 
+def rescore_self_judged(source: SourceRun, clients: dict[str, Any], fluency_reused: bool) -> list[str]:
+    """The roles of a rescore that grade the source run's agent with its own
+    model: a new judge (or panel member) or fluency checker that is the
+    agent's model at the agent's endpoint (as far as ``run.json`` shows it),
+    and the source run's fluency verdicts when they are reused from a
+    self-judged fluency checker."""
+    agent_role = source.fingerprint.get("agent_role") or {}
+    agent = (agent_role.get("model"), str(source.run.get("agent_base_url") or "").rstrip("/"))
+    roles = set()
+    if agent[0] is not None:
+        from cirrus.llm.providers import shown_url
+
+        for name, client in clients.items():
+            endpoint = client.role.endpoint
+            if (endpoint.model, str(shown_url(endpoint.base_url) or "").rstrip("/")) == agent:
+                roles.add(name.split("[")[0])
+    if fluency_reused and "fluency" in (source.run.get("self_judged_roles") or []):
+        roles.add("fluency")
+    return [name for name in ("judge", "fluency") if name in roles]
+
+
 def load_source(workspace: Path, run_id: str) -> SourceRun:
     from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
     from cirrus.evaluate.tasks import dataset_hash, load_tasks
@@ -469,6 +490,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     summary = summarize(rows, source.summary.get("model", agent_name), int(source.summary.get("k", 1)), {
         "judge": judge.name, "fluency": fluency_name, "run_id": settings.run_id, "offline_heuristics": offline,
         "wall_s_this_session": round(time.perf_counter() - started, 2), "rescore": rescore_info,
+        "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes_of_rows([r for r in rows if r["status"] == "ok"], members))}
            if (members := getattr(judge, "member_names", None)) else {}),
     })
@@ -544,7 +566,7 @@ def rescore(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
-    from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
+    from cirrus.evaluate.roles import LOCAL, SELF_JUDGED_HINT, RoleError, RoleOptions, build_roles
     from cirrus.evaluate.store import RunMismatch
     from cirrus.evaluate.tasks import TaskFileError
     from cirrus.llm.providers import EndpointError
@@ -582,6 +604,11 @@ def rescore(
             details = {k: v for k, v in roles.details.items() if k != "agent_base_url"}
             if fluency is None:
                 details.pop("fluency_base_url", None)
+            selfish = rescore_self_judged(source, roles.clients, fluency is None)
+            details.update(self_judged=bool(selfish), self_judged_roles=selfish)
+            if selfish:
+                console.print(f"[yellow]warning:[/] the rescore grades the agent with itself ({', '.join(selfish)}: "
+                              f"the agent's own model); recorded as self_judged; {escape(SELF_JUDGED_HINT)}")
             settings = RescoreSettings(workspace, run_id, target, concurrency, not quiet, extra, details)
             return await run_rescore(settings, roles.judge, roles.fluency if fluency else None, source)
         finally:
