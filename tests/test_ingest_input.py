@@ -155,7 +155,62 @@ def test_what_a_tree_without_ticket_files_holds_is_counted(tmp_path):
         check_input(raw)
     assert str(caught.value) == (
         f"no .json, .jsonl, .json.gz or .jsonl.gz files under {raw}{os.sep} (found 2 .csv.gz, 2 without extension, "
-        "1 .csv, 1 .tar.gz, 1 symlinked folder (not followed), 1 other entry (broken links or special files))")
+        "1 .csv, 1 .tar.gz, 1 symlinked folder (not followed), 1 other entry "
+        "(unreadable folders, broken or looping links, special files))")
+
+
+def _awkward_tree(tmp_path: Path, monkeypatch) -> Path:
+    """A raw tree with one good ticket file and every kind of path that cannot
+    be read: a link that points at itself, two links in a circle, a broken
+    link, a folder link that would loop, and a folder that cannot be listed
+    (refused by a patched ``os.scandir``: the tests run as root, whom
+    permissions do not stop)."""
+    raw = tmp_path / "raw"
+    _write_jsonl(raw / "b" / "good.jsonl", [_ticket("T-1")])
+    (raw / "a-self.jsonl").symlink_to(raw / "a-self.jsonl")
+    (raw / "c1.json").symlink_to(raw / "c2.json")
+    (raw / "c2.json").symlink_to(raw / "c1.json")
+    (raw / "gone.jsonl").symlink_to(tmp_path / "missing.jsonl")
+    (raw / "b" / "up").symlink_to(raw, target_is_directory=True)
+    (raw / "locked").mkdir()
+    _write_jsonl(raw / "locked" / "hidden.jsonl", [_ticket("T-2")])
+    real_scandir = os.scandir
+
+    def scandir(path):
+        if Path(path) == raw / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr("cirrus.ingest.readers.files.os.scandir", scandir)
+    return raw
+
+
+def test_unreadable_paths_are_skipped_with_a_reason_in_order(tmp_path, monkeypatch):
+    from cirrus.ingest.readers.files import iter_raw_records
+
+    raw = _awkward_tree(tmp_path, monkeypatch)
+    check_input(raw)  # a usable tree: no error
+    records = [(r.origin.describe(), r.error) for r in iter_raw_records(raw)]
+    assert [where for where, _ in records] == ["a-self.jsonl", "b/good.jsonl:1", "c1.json", "c2.json",
+                                               "gone.jsonl", "locked/"]
+    reasons = dict(records)
+    assert reasons["b/good.jsonl:1"] is None
+    assert "symbolic links" in reasons["a-self.jsonl"] and "skipped" in reasons["c1.json"]
+    assert reasons["gone.jsonl"] == "broken symbolic link; skipped"
+    assert reasons["locked/"] == "unreadable folder (PermissionError: Permission denied); skipped"
+
+
+def test_an_ingest_over_unreadable_paths_finishes_and_lists_them(tmp_path, monkeypatch):
+    raw = _awkward_tree(tmp_path, monkeypatch)
+    workspace = tmp_path / "ws"
+    result = _ingest_cli(raw, workspace, "-q")
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((workspace / "tickets" / "manifest.json").read_text())
+    assert manifest["counts"]["tasks"] == 1
+    assert [entry["source"] for entry in manifest["quarantined"]] == ["a-self.jsonl", "c1.json", "c2.json",
+                                                                      "gone.jsonl", "locked/"]
+    assert all(entry["reason"].endswith("skipped") for entry in manifest["quarantined"])
+    assert not (workspace / "tickets" / ".ingest-in-progress").exists()
 
 
 def test_ticket_files_without_a_ticket_exit_1_saying_so(tmp_path, no_model_loading):

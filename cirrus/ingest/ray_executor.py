@@ -23,7 +23,7 @@ from typing import Any
 
 from cirrus.ingest.pipeline import LazyProcessor, Outcome, ProcessorFactory, settle
 from cirrus.ingest.readers import read_record
-from cirrus.ingest.readers.files import iter_files, read_file_records
+from cirrus.ingest.readers.files import UnreadablePath, iter_files, read_file_records
 from cirrus.llm.providers import EndpointError, ModelAuthError
 
 # Readers wait on disk; leave most of each CPU to the engines.
@@ -52,7 +52,11 @@ def _import_ray() -> Any:
 
 def _read_file(row: dict[str, Any], fmt: str) -> Iterator[dict[str, bytes]]:
     """``flat_map`` step: one raw file row -> one row per record in it."""
-    for record in read_file_records(Path(row["path"]), row["source"]):
+    if row["problem"] is not None:  # an unreadable path: one error record
+        records: Iterable[Any] = [UnreadablePath(row["source"], row["problem"]).record()]
+    else:
+        records = read_file_records(Path(row["path"]), row["source"])
+    for record in records:
         yield {"item": pickle.dumps(read_record(record, fmt), protocol=pickle.HIGHEST_PROTOCOL)}
 
 
@@ -87,7 +91,9 @@ def ray_outcomes(raw_path: Path, fmt: str, factory: ProcessorFactory, statuses: 
     detected here (files are read in parallel); the caller applies
     :func:`cirrus.ingest.pipeline.mark_duplicates`."""
     ray = _import_ray()
-    files = [{"path": str(path.resolve()), "source": source} for path, source in iter_files(Path(raw_path))]
+    files = [{"path": None, "source": item.source, "problem": item.reason} if isinstance(item, UnreadablePath)
+             else {"path": str(item[0].resolve()), "source": item[1], "problem": None}
+             for item in iter_files(Path(raw_path))]
     started_here = not ray.is_initialized()
     if started_here:
         try:

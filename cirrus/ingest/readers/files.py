@@ -66,6 +66,20 @@ def is_ticket_file(name: str) -> bool:
     return name.lower().endswith(EXTENSIONS)
 
 
+@dataclass(slots=True, frozen=True)
+class UnreadablePath:
+    """A folder that cannot be listed, or a ticket-named entry that cannot be
+    opened as a file (a symbolic-link loop, a broken link): skipped, and
+    reported in the manifest's quarantine list, never the end of the run.
+    ``source`` is relative to the input root, as for ticket files."""
+
+    source: str
+    reason: str
+
+    def record(self) -> RawRecord:
+        return RawRecord(SourceRef(self.source), error=self.reason)
+
+
 class NoTicketFiles(ValueError):
     """The raw input holds no file the readers read (a usage error: nothing
     would be read, so nothing is started).  The message names what is there
@@ -86,14 +100,21 @@ def check_input(path: Path) -> None:
             ext = _extension(path.name)
             raise NoTicketFiles(f"{path} is not a {_WANTED} file ({f'a {ext} file' if ext else 'it has no extension'})")
         return
-    if next(iter_files(path), None) is not None:  # raises FileNotFoundError for a missing path
+    # raises FileNotFoundError for a missing path
+    if any(not isinstance(item, UnreadablePath) for item in iter_files(path)):
         return
     found: Counter[str] = Counter()
     folders = skipped_links = other = 0
     stack = [path]
     while stack:
-        with os.scandir(stack.pop()) as listing:
-            for entry in listing:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            other += 1  # an unreadable folder
+            continue
+        for entry in entries:
+            try:
                 if entry.is_dir(follow_symlinks=False):
                     folders += 1
                     stack.append(Path(entry.path))
@@ -103,6 +124,8 @@ def check_input(path: Path) -> None:
                     found[_extension(entry.name)] += 1
                 else:
                     other += 1  # a broken link, a socket, a pipe
+            except OSError:  # a symbolic-link loop
+                other += 1
     shown = f"{str(path).rstrip(os.sep)}{os.sep}"
     if not (found or skipped_links or other):
         subfolders = f" (only {folders} empty folder{'s' if folders != 1 else ''})" if folders else ""
@@ -113,7 +136,8 @@ def check_input(path: Path) -> None:
     if skipped_links:
         parts.append(f"{skipped_links} symlinked folder{'s' if skipped_links != 1 else ''} (not followed)")
     if other:
-        parts.append(f"{other} other entr{'ies' if other != 1 else 'y'} (broken links or special files)")
+        parts.append(f"{other} other entr{'ies' if other != 1 else 'y'} "
+                     "(unreadable folders, broken or looping links, special files)")
     raise NoTicketFiles(f"no {_WANTED} files under {shown} (found {', '.join(parts)})")
 
 
@@ -128,11 +152,14 @@ def _extension(name: str) -> str:
     return suffixes[-1]
 
 
-def iter_files(path: Path) -> Iterator[tuple[Path, str]]:
+def iter_files(path: Path) -> Iterator[tuple[Path, str] | UnreadablePath]:
     """Ticket files under ``path`` as ``(file, source)``, sorted by name at
     every level (files and folders interleaved, like a sorted listing of
     relative paths); ``source`` is relative to ``path`` (the file name for a
-    single file).  Symlinked folders are not followed (no cycles)."""
+    single file).  Symlinked folders are not followed (no cycles); a folder
+    that cannot be listed and a ticket-named entry that is no readable file
+    (a link loop, a broken link) come as :class:`UnreadablePath`, in their
+    place in the order."""
     if path.is_file():
         if is_ticket_file(path.name):
             yield path, path.name
@@ -142,20 +169,35 @@ def iter_files(path: Path) -> Iterator[tuple[Path, str]]:
     yield from _walk(path, "")
 
 
-def _walk(folder: Path, prefix: str) -> Iterator[tuple[Path, str]]:
-    with os.scandir(folder) as listing:
-        entries = sorted(listing, key=lambda entry: entry.name)
+def _walk(folder: Path, prefix: str) -> Iterator[tuple[Path, str] | UnreadablePath]:
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as exc:
+        yield UnreadablePath(prefix or ".", f"unreadable folder ({type(exc).__name__}: {exc.strerror}); skipped")
+        return
     for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(Path(entry.path), f"{prefix}{entry.name}/")
-        elif entry.is_file() and is_ticket_file(entry.name):
-            yield Path(entry.path), prefix + entry.name
+        source = prefix + entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(Path(entry.path), f"{source}/")
+            elif is_ticket_file(entry.name):
+                if entry.is_file():
+                    yield Path(entry.path), source
+                elif entry.is_symlink() and not entry.is_dir():
+                    yield UnreadablePath(source, "broken symbolic link; skipped")
+        except OSError as exc:  # ELOOP: a link that points at itself, in a circle
+            yield UnreadablePath(source, f"unreadable entry ({exc.strerror or type(exc).__name__}); skipped")
 
 
 def iter_raw_records(path: Path) -> Iterator[RawRecord]:
-    """Every record of every ticket file under ``path``, streamed."""
-    for file, source in iter_files(Path(path)):
-        yield from read_file_records(file, source)
+    """Every record of every ticket file under ``path``, streamed; an
+    unreadable path is one error record (quarantined, the run goes on)."""
+    for item in iter_files(Path(path)):
+        if isinstance(item, UnreadablePath):
+            yield item.record()
+        else:
+            yield from read_file_records(*item)
 
 
 def read_file_records(file: Path, source: str) -> Iterator[RawRecord]:
