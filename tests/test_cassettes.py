@@ -17,6 +17,7 @@ from vcr.persisters.filesystem import FilesystemPersister
 from vcr.serializers import yamlserializer
 
 from cirrus.ingest.cassettes import (
+    NO_RESULT,
     TOOL_BASE_URL,
     build_cassette,
     canonical_arguments,
@@ -63,9 +64,45 @@ def _task(cassette: str | None) -> Task:
 # --- building and writing ----------------------------------------------------
 
 
-def test_no_cassette_without_recorded_results() -> None:
+def test_no_cassette_without_calls() -> None:
     assert build_cassette([]) is None
-    assert build_cassette([ToolExchange("c1", "Tool", {"a": 1}, [])]) is None
+
+
+def test_a_call_without_a_result_answers_that_nothing_was_recorded(tmp_path: Path) -> None:
+    """The log holds the call but no result: replay answers what the task's
+    history shows, so an agent making the same call is answered from the
+    cassette (and the checkpoint stays passable)."""
+    path = tmp_path / "c.yaml"
+    write_cassette(path, build_cassette([ToolExchange("c1", "Tool", {"a": 1}, []),
+                                         ToolExchange("c2", "Tool", {"a": 2}, ["fine"])]) or {})
+    replayer = ToolReplayer(path)
+    assert replayer.call("Tool", {"a": 1}) == NO_RESULT == {"error": "no result was recorded"}
+    assert replayer.call("Tool", {"a": 2}) == "fine"
+
+
+def test_an_unanswered_call_does_not_fail_the_oracle_end_to_end(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text(json.dumps({"ticket_id": "T-9", "events": [
+        {"role": "customer", "text": "Is my instance i-bp1xyz running? It does not answer."},
+        {"role": "tool_call", "call_id": "c1", "name": "DescribeInstanceStatus", "arguments": {"id": "i-bp1xyz"}},
+        {"role": "agent", "text": "The status service did not answer; restart the instance from the console."},
+        {"role": "customer", "text": "Restarted, it works now. Thanks."},
+        {"role": "agent", "text": "Glad to hear it works again."}]}) + "\n")
+    workspace = tmp_path / "ws"
+    runner = CliRunner()
+    ingested = runner.invoke(app, ["ingest", str(raw), "-w", str(workspace), "-j", "1", "-q"])
+    assert ingested.exit_code == 0, ingested.output
+    task = json.loads((workspace / "tickets" / "tasks.jsonl").read_text())
+    assert task["checkpoints"][0]["tool_calls"][0]["name"] == "DescribeInstanceStatus"
+    evaluated = runner.invoke(app, ["eval", "--model", "baseline:oracle", "--run-id", "o", "-w", str(workspace),
+                                    "-q"])
+    assert evaluated.exit_code == 0, evaluated.output
+    summary = json.loads((workspace / "reports" / "o" / "summary.json").read_text())
+    assert summary["atpr"] == 1.0 and summary["errors"] == 0
 
 
 def test_cassette_has_one_interaction_per_answer_in_order() -> None:

@@ -103,18 +103,24 @@ def _interaction(name: str, body: str, result: Any) -> dict[str, Any]:
     }
 
 
+# What a call the log holds no result for answers, in the cassette and in the
+# task's history alike: the real system gave the engineer nothing back, and an
+# agent that makes the same call gets the same nothing (so the checkpoint that
+# made it stays passable, instead of failing every agent on TEV).
+NO_RESULT: dict[str, str] = {"error": "no result was recorded"}
+
+
 def build_cassette(exchanges: Sequence[ToolExchange]) -> dict[str, Any] | None:
     """The cassette of a task's tool calls, as vcrpy's on-disk dict.
 
     One interaction per recorded result, in the order of ``exchanges`` and
-    then of each exchange's results.  A call with no recorded result adds
-    nothing (the cassette does not hold it, so replay answers "no recorded
-    result").  ``None`` when nothing was recorded at all.
+    then of each exchange's results; a call with no recorded result gets one
+    interaction answering :data:`NO_RESULT`.  ``None`` when there is no call.
     """
     interactions = [
         _interaction(openai_function_name(exchange.name), canonical_arguments(exchange.arguments), result)
         for exchange in exchanges
-        for result in exchange.results
+        for result in (exchange.results or [NO_RESULT])
     ]
     if not interactions:
         return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cirrus.ingest.annotate.base import Annotator, ReplyToLabel
+from cirrus.ingest.cassettes import NO_RESULT
 from cirrus.offline import count_tokens
 from cirrus.schema import AgentTurn, Checkpoint, CustomerTurn, KnowledgeDoc, Task, TaskStats, ToolCallRef, ToolExchange, Turn
 
@@ -39,7 +40,7 @@ def agent_turn_messages(turn: AgentTurn) -> list[dict[str, Any]]:
             ],
         })
         for call in turn.tool_calls:
-            result = call.results[-1] if call.results else {"error": "no result was recorded"}
+            result = call.results[-1] if call.results else NO_RESULT
             messages.append({"role": "tool", "tool_call_id": call.call_id, "content": _tool_content(result)})
     if turn.reply:
         messages.append({"role": "assistant", "content": turn.reply})
