@@ -204,3 +204,18 @@ def test_fingerprint_changes_with_the_prompt_and_parameters():
     assert base != OpenAIAgent(ChatClient(role), system_prompt="other").fingerprint()
     assert base != OpenAIAgent(ChatClient(role.with_params(temperature=0.9))).fingerprint()
     assert base != OpenAIAgent(ChatClient(role), max_model_calls=3).fingerprint()
+
+
+@pytest.mark.parametrize("raw", ['{"size": 1e999}', '{"size": NaN}', '{"size": -Infinity}'])
+def test_arguments_json_cannot_hold_stay_raw_text_so_transcripts_stay_json(raw):
+    """A model's ``1e999`` must not become a float that is written as a bare
+    ``Infinity`` (refused by other JSON parsers) in transcripts.jsonl."""
+    from cirrus.agents.openai_agent import OpenAIAgent
+    from cirrus.evaluate.types import AgentTurn
+    from cirrus.replay import ToolReplayer
+
+    turn = AgentTurn("")
+    message = OpenAIAgent._run_tool({"id": "c1", "function": {"name": "Resize", "arguments": raw}},
+                                    ToolReplayer(None), turn)
+    assert turn.tool_calls[0].arguments == raw and message["role"] == "tool"
+    json.dumps({"arguments": turn.tool_calls[0].arguments}, allow_nan=False)  # standard JSON

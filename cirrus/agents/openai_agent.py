@@ -33,6 +33,7 @@ import json
 import time
 from typing import Any
 
+from cirrus import strict_json
 from cirrus.agents import prompts
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client import ChatClient, ChatResult
@@ -111,7 +112,9 @@ class OpenAIAgent:
         arguments: Any = raw_arguments
         if isinstance(raw_arguments, str):
             try:
-                arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+                # strict: 1e999 or NaN stay the model's raw text, never a float
+                # that would be written as a bare Infinity (not JSON)
+                arguments = strict_json.loads(raw_arguments) if raw_arguments.strip() else {}
             except ValueError:
                 arguments = raw_arguments
         try:
