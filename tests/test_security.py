@@ -433,3 +433,26 @@ def test_credentials_in_a_base_url_are_never_shown_or_stored(tmp_path, monkeypat
     for shown in (described, label, json.dumps(roles.details)):
         assert "pw-0f9e8d7c" not in shown and "alice" not in shown
         assert "***@llm.example.internal:8443" in shown
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://gw.example.internal/v1?api-key=k-5e6f7a8b9c&api-version=2024-02-01",
+     "https://gw.example.internal/v1?api-key=***&api-version=2024-02-01"),
+    ("https://gw.example.internal/v1?token=t-1a2b3c4d5e#k-9f8e7d", "https://gw.example.internal/v1?token=***"),
+    ("https://bob:pw-77aa88bb@gw.example.internal/v1?key=k-5e6f7a8b9c",
+     "https://***@gw.example.internal/v1?key=***"),
+    ("https://gw.example.internal/v1", "https://gw.example.internal/v1"),
+])
+def test_a_key_in_a_base_url_query_string_is_masked_where_the_url_is_shown_or_stored(tmp_path, monkeypatch, url,
+                                                                                         shown):
+    from cirrus.evaluate.roles import RoleOptions, build_roles
+    from cirrus.llm.client import RoleConfig
+    from cirrus.llm.providers import shown_url
+
+    assert shown_url(url) == shown
+    monkeypatch.setenv("CIRRUS_URL_TEST_KEY", "sk-url-test-not-a-secret-123")
+    described = RoleConfig.from_options("m", url, "CIRRUS_URL_TEST_KEY", name="agent").describe()
+    roles = build_roles(RoleOptions("m", url, "CIRRUS_URL_TEST_KEY"), None, None, [], tmp_path)
+    for text in (described, json.dumps(roles.details)):
+        for secret in ("k-5e6f7a8b9c", "t-1a2b3c4d5e", "k-9f8e7d", "pw-77aa88bb"):
+            assert secret not in text

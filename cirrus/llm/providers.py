@@ -80,17 +80,27 @@ class Endpoint:
         return key
 
 
+# query parameters whose values are shown: they never carry a credential
+_SHOWN_QUERY_PARAMETERS = frozenset({"api-version", "api_version"})
+
+
 def shown_url(url: str | None) -> str | None:
     """``url`` fit to print or store: a user name and password written into it
-    (``https://user:secret@host/v1``) become ``***``."""
+    (``https://user:secret@host/v1``) become ``***``, and so does every query
+    value (``?api-key=...``, ``?token=...``; gateways take keys there) but
+    ``api-version``'s; a fragment is dropped."""
     if not url:
         return url
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        shown = [(name, value if name.lower() in _SHOWN_QUERY_PARAMETERS else "***") for name, value in pairs]
+        parts = parts._replace(query=urlencode(shown, safe="*"))
+    return urlunsplit(parts._replace(fragment=""))
 
 
 def resolve_endpoint(model: str, base_url: str | None = None, api_key_env: str | None = None) -> Endpoint:
