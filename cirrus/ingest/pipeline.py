@@ -95,7 +95,7 @@ class TicketProcessor:
         clean, pii = self.deid.deidentify(self.denoise(ticket))
         dialogue = Dialogue.split(canonicalize(clean))
         if not dialogue.pairs:
-            return Skipped(ticket.origin, ticket.ticket_id, "no agent reply to a customer message after denoising")
+            return Skipped(ticket.origin, clean.ticket_id, "no agent reply to a customer message after denoising")
         exchanges = dialogue.exchanges()
         for exchange in exchanges:
             exchange.arguments = normalize_arguments(exchange.arguments)
@@ -103,14 +103,14 @@ class TicketProcessor:
         fallbacks_before = getattr(self.annotator, "fallbacks", 0)
         knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs)
         task = build_task(
-            task_id=ticket.ticket_id,
-            category=ticket.category,
-            channel=ticket.channel,
+            task_id=clean.ticket_id,  # its pseudonym when the id holds personal data
+            category=clean.category,
+            channel=clean.channel,
             language=ticket.language,
             dialogue=dialogue,
             knowledge=knowledge,
             tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
-            cassette=f"tool_mocks/{cassette_filename(ticket.ticket_id)}" if cassette else None,
+            cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
             annotator=self.annotator,
         )
         source = "ticket" if clean.knowledge else ("kb" if knowledge else "none")

@@ -28,7 +28,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from cirrus import __version__
 from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer, remove_stale_temps
 from cirrus.ingest.cassettes import write_cassette
+from cirrus.ingest.deid.ids import quarantine_id
 from cirrus.ingest.knowledge import load_kb
 from cirrus.ingest.pipeline import (
     AnnotatorSpec,
@@ -302,8 +303,8 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
                 result = outcome.result
                 if result is None:
                     continue
-                if isinstance(result, Quarantined):
-                    tally.quarantined.append(result.to_manifest())
+                if isinstance(result, Quarantined):  # its id shown only when it reads as a code
+                    tally.quarantined.append(replace(result, ticket_id=quarantine_id(result.ticket_id)).to_manifest())
                 elif isinstance(result, Skipped):
                     tally.skipped.append({**result.origin.to_manifest(), "ticket_id": result.ticket_id, "reason": result.reason})
                 else:

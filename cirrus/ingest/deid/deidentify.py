@@ -33,6 +33,7 @@ from presidio_anonymizer.entities import OperatorConfig
 from cirrus.config import DeidConfig
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import common_words, in_dictionary, name_lists
+from cirrus.ingest.deid.ids import pseudonymous_id
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
 from cirrus.schema import Event, KnowledgeDoc, Ticket
 
@@ -213,21 +214,53 @@ class Deidentifier:
                 elif isinstance(value, str) or len(as_text.replace(".", "").lstrip("-")) >= 7:
                     add_text(as_text, _key_context(key))
 
+        identifiers: dict[str, str] = {}  # an identifier -> the text detection reads
+
+        def add_identifier(value: str | None) -> None:
+            """Ids, tool names, metadata and JSON keys: read with ``_`` as a
+            space (same length, so spans fit the original), since
+            ``callback__14155550142`` hides a phone number from patterns that
+            want a word boundary."""
+            if value and value.strip() and value not in identifiers:
+                identifiers[value] = value.replace("_", " ")
+                add_text(identifiers[value])
+
+        def visit_keys(value: Any) -> None:
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, dict):
+                    for key, child in item.items():
+                        add_identifier(str(key))
+                        stack.append(child)
+                elif isinstance(item, list):
+                    stack.extend(item)
+
         for event in ticket.events:
             add_text(event.text)
             for ocr in event.ocr:
                 add_text(ocr)
             visit_json(event.arguments, None)
             visit_json(event.content, None)
+            visit_keys(event.arguments)
+            visit_keys(event.content)
+            add_identifier(event.name)
         for doc in ticket.knowledge:
             add_text(doc.title)
             add_text(doc.text)
+            add_identifier(doc.doc_id)
+        for value in (ticket.ticket_id, ticket.category, ticket.channel, ticket.status):
+            add_identifier(value)
 
         requests = list(slots)
         detected = dict(zip(requests, self.detect_many(requests)))
         spans_by_text: dict[str, list[Span]] = {}
         for (text, _, _), spans in detected.items():
             spans_by_text.setdefault(text, []).extend(spans)
+        for original, read_as in identifiers.items():
+            if read_as != original:
+                spans_by_text.setdefault(original, []).extend(spans_by_text.get(read_as, ()))
+        for text, spans in spans_by_text.items():
             for span in spans:
                 vocabulary.setdefault(text[span.start : span.end], span.entity)
         self._add_name_parts(vocabulary)
@@ -235,10 +268,27 @@ class Deidentifier:
         rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
         new_ticket = replace(
             ticket,
+            ticket_id=self.safe_ticket_id(ticket.ticket_id, rewriter),
+            category=_same_or(ticket.category, rewriter.text),
+            channel=_same_or(ticket.channel, rewriter.text),
+            status=rewriter.text(ticket.status),
             events=[rewriter.event(e) for e in ticket.events],
-            knowledge=[KnowledgeDoc(d.doc_id, rewriter.text(d.title), rewriter.text(d.text)) for d in ticket.knowledge],
+            knowledge=[KnowledgeDoc(rewriter.text(d.doc_id), rewriter.text(d.title), rewriter.text(d.text))
+                       for d in ticket.knowledge],
         )
         return new_ticket, rewriter.counts
+
+    def safe_ticket_id(self, ticket_id: str, rewriter: _TicketRewriter | None = None) -> str:
+        """``ticket_id`` as it is, or, when it holds personal data, its
+        pseudonym (:func:`pseudonymous_id`): the same input always gives the
+        same id, so duplicates are still found and runs still line up.
+        ``rewriter``: the ticket's, whose vocabulary also counts (an id made
+        of a name the messages hold); without one, the id is checked alone."""
+        if rewriter is None:
+            found = bool(self.detect(ticket_id.replace("_", " "), ner=False))
+        else:
+            found = rewriter.text(ticket_id) != ticket_id
+        return pseudonymous_id(ticket_id) if found else ticket_id
 
     def _add_name_parts(self, vocabulary: dict[str, str]) -> None:
         """Given and family names of a detected person are replaced wherever
@@ -255,6 +305,13 @@ class Deidentifier:
                     if (len(part) >= _MIN_VOCAB_LEN and part[0].isupper() and part.lower() not in self.allow
                             and (part in self._known_names or not in_dictionary(part, self._dictionary))):
                         vocabulary.setdefault(part, "PERSON")
+
+
+def _same_or(value: str | None, rewrite: Callable[[str], str]) -> str | None:
+    return value if value is None else rewrite(value)
+
+
+_TOOL_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class _TicketRewriter:
@@ -297,9 +354,30 @@ class _TicketRewriter:
         results = [RecognizerResult(s.entity, s.start, s.end, s.score) for s in resolve_overlaps(spans)]
         return self._deid.anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators).text
 
+    def key(self, key: str, taken: dict[str, Any]) -> str:
+        """A JSON object key de-identified like any text, made unique among
+        the object's keys when two keys are masked alike."""
+        new = self.text(key)
+        if new == key or new not in taken:
+            return new
+        number = 2
+        while f"{new}~{number}" in taken:
+            number += 1
+        return f"{new}~{number}"
+
+    def tool_name(self, name: str | None) -> str | None:
+        """A tool name de-identified and still a valid function name."""
+        if not name:
+            return name
+        new = self.text(name)
+        return name if new == name else _TOOL_NAME_UNSAFE.sub("_", new)
+
     def json(self, value: Any, key: str | None = None) -> Any:
         if isinstance(value, dict):
-            return {k: self.json(v, str(k)) for k, v in value.items()}
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                out[self.key(str(k), out)] = self.json(v, str(k))
+            return out
         if isinstance(value, list):
             return [self.json(v, key) for v in value]
         if isinstance(value, bool) or value is None:
@@ -316,6 +394,7 @@ class _TicketRewriter:
     def event(self, event: Event) -> Event:
         return replace(
             event,
+            name=self.tool_name(event.name),
             text=self.text(event.text),
             ocr=[self.text(t) for t in event.ocr],
             arguments=self.json(event.arguments),

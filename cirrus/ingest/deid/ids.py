@@ -1,0 +1,55 @@
+"""Ticket ids fit to write.
+
+A ticket id is written as it is unless it holds personal data (an e-mail
+address, a phone number, a name: support systems build ids from them), in
+which case it is replaced by its pseudonym, :func:`pseudonymous_id`.  A
+processed ticket's id is checked with the same detection as its text
+(:meth:`cirrus.ingest.deid.deidentify.Deidentifier.safe_ticket_id`).  A
+ticket that could not be read has no de-identified text to check against,
+so its id is shown only when it looks like a code (:func:`looks_like_code`),
+and is pseudonymized otherwise: no model is loaded for a quarantine entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+ID_SALT_ENV = "CIRRUS_ID_SALT"
+
+# letters, digits and - _ . : / # between them; at most 64 characters
+_CODE = re.compile(r"[A-Za-z0-9]+(?:[-_.:/#][A-Za-z0-9]+)*")
+_LONG_DIGITS = re.compile(r"\d{7,}")  # a phone, account or card number
+_LETTERS = re.compile(r"[A-Za-z]+")
+
+
+def pseudonymous_id(ticket_id: str) -> str:
+    """``t-`` and 16 hex digits of SHA-256 over ``ticket_id`` (and the secret
+    in ``CIRRUS_ID_SALT`` when it is set): stable, so duplicates are still
+    found and runs on re-ingested data line up.  Without the salt, anyone
+    holding a candidate id can confirm it: set the salt (and keep it the
+    same across ingests) when ids carry e-mail addresses or phone numbers."""
+    salt = os.environ.get(ID_SALT_ENV, "")
+    digest = hashlib.sha256("\0".join(("cirrus-ticket-id", salt, ticket_id)).encode("utf-8")).hexdigest()
+    return f"t-{digest[:16]}"
+
+
+def looks_like_code(ticket_id: str) -> bool:
+    """Whether an id reads as a code and nothing else: letters and digits
+    joined by ``- _ . : / #``, no run of 7 or more digits, and no run of
+    more than 2 letters but a prefix of at most 8 (``NC-2025-0001``,
+    ``conv-81``, ``12-3``, hex such as ``3f2a-9c1e``; not ``jane.roe-17``
+    nor ``case-14155550142``)."""
+    if len(ticket_id) > 64 or not _CODE.fullmatch(ticket_id) or _LONG_DIGITS.search(ticket_id):
+        return False
+    runs = list(_LETTERS.finditer(ticket_id))
+    return all(len(run.group()) <= 2 or (run.start() == 0 and len(run.group()) <= 8) for run in runs)
+
+
+def quarantine_id(ticket_id: str | None) -> str | None:
+    """The id a quarantine entry shows: the id when it looks like a code,
+    else its pseudonym."""
+    if ticket_id is None or looks_like_code(ticket_id):
+        return ticket_id
+    return pseudonymous_id(ticket_id)
