@@ -172,3 +172,27 @@ def test_ip_addresses_are_whole_and_validated(text, expected):
 
     found = [text[r.start:r.end] for r in IpAddressRecognizer().analyze(text, ["IP_ADDRESS"])]
     assert found == expected
+
+
+def test_a_value_found_once_is_replaced_in_every_letter_case_and_digit_layout(deidentifier):
+    """The ABCD case: "Crystal Minh" in the text, "crystal minh" as a tool
+    argument; a phone written with spaces in the text, with dots and dashes
+    elsewhere; single name words keep their case ("Will" does not mask "will")."""
+    ticket = Ticket(
+        ticket_id="T-2", origin=SourceRef("x.jsonl", line=2),
+        events=[
+            Event("customer", "Hi, this is Crystal Minh, call me on +1 415 555 0199. Will you check it?"),
+            Event("agent", "Sure, we will check it now."),
+            Event("tool_call", call_id="c1", name="pull_up_account",
+                  arguments={"name_or_account_id": "crystal minh", "backup": "CRYSTAL MINH",
+                             "phone": "415.555.0199", "alt": "(415) 555-0199"}),
+            Event("tool_result", call_id="c1", content={"note": "callback 4155550199 requested"}),
+        ])
+    clean, _ = deidentifier.deidentify(ticket)
+    dump = json.dumps([e.text for e in clean.events] + [e.arguments for e in clean.events] +
+                      [e.content for e in clean.events], ensure_ascii=False).lower()
+    for original in ("crystal", "minh", "555"):  # phone masks keep the last 4 digits by design
+        assert original not in dump, original
+    arguments = clean.events[2].arguments
+    assert arguments["phone"] != "415.555.0199" and arguments["alt"] != "(415) 555-0199"
+    assert "we will check it now" in clean.events[1].text  # an ordinary word is left alone

@@ -307,6 +307,34 @@ class Deidentifier:
                         vocabulary.setdefault(part, "PERSON")
 
 
+_DIGIT_SEPARATORS = r"[\s.\-/()]{0,3}"
+_DIGITS_ONLY = re.compile(r"\+?[\d\s.\-/()]+")
+
+
+def _digit_heavy(value: str) -> bool:
+    return bool(_DIGITS_ONLY.fullmatch(value)) and sum(c.isdigit() for c in value) >= 7
+
+
+def _form(value: str) -> str:
+    """What two occurrences of one value share: the digits of a number, the
+    lower-case text of anything else."""
+    return "".join(c for c in value if c.isdigit()) if _digit_heavy(value) else value.lower()
+
+
+def _occurrence_pattern(value: str, entity: str) -> str:
+    """A regex for every occurrence of a found value: a number (a phone, a
+    card, an account) with any spacing or separators between its digits
+    (``4111 1111``, ``4111.1111``, ``4111-1111``); a value of several words,
+    or with digits or symbols (a full name, an e-mail address, a handle) in
+    any letter case (``crystal minh`` after ``Crystal Minh``).  A single name
+    word keeps its case: "Will" or "May" must not mask "will" and "may"."""
+    if _digit_heavy(value):
+        return _DIGIT_SEPARATORS.join(c for c in value if c.isdigit())
+    if entity == "PERSON" and value.isalpha():
+        return re.escape(value)
+    return "(?i:" + re.escape(value) + ")"
+
+
 def _same_or(value: str | None, rewrite: Callable[[str], str]) -> str | None:
     return value if value is None else rewrite(value)
 
@@ -324,8 +352,12 @@ class _TicketRewriter:
         self._pseudonyms = Pseudonymizer(deid.config.replacement)
         self.counts: Counter[str] = Counter()
         values = sorted(self._vocabulary, key=len, reverse=True)
+        # every other occurrence, whatever its form: see _occurrence_pattern
+        self._by_form = {_form(v): e for v, e in sorted(self._vocabulary.items(), key=lambda ve: -len(ve[0]))}
         self._pattern = (
-            re.compile("(?<![0-9A-Za-z])(?:" + "|".join(map(re.escape, values)) + ")(?![0-9A-Za-z])") if values else None
+            re.compile("(?<![0-9A-Za-z])(?:" + "|".join(_occurrence_pattern(v, e) for v, e in
+                                                      ((v, self._vocabulary[v]) for v in values))
+                       + ")(?![0-9A-Za-z])") if values else None
         )
         self._operators = {
             entity: OperatorConfig("custom", {"lambda": self._replacer(entity)}) for entity in ENTITY_PRIORITY
@@ -333,6 +365,9 @@ class _TicketRewriter:
         self._operators.update(
             {e: OperatorConfig("custom", {"lambda": self._replacer(e)}) for e in deid.config.entities}
         )
+
+    def _entity_of(self, found: str) -> str:
+        return self._vocabulary.get(found) or self._by_form.get(_form(found)) or "PERSON"
 
     def _replacer(self, entity: str) -> Callable[[str], str]:
         def replace_value(original: str) -> str:
@@ -347,7 +382,7 @@ class _TicketRewriter:
         spans = list(self._spans_by_text.get(text, ()))
         if self._pattern is not None:
             spans.extend(
-                Span(m.start(), m.end(), self._vocabulary[m.group()], 1.0) for m in self._pattern.finditer(text)
+                Span(m.start(), m.end(), self._entity_of(m.group()), 1.0) for m in self._pattern.finditer(text)
             )
         if not spans:
             return text
