@@ -196,3 +196,25 @@ def test_a_value_found_once_is_replaced_in_every_letter_case_and_digit_layout(de
     arguments = clean.events[2].arguments
     assert arguments["phone"] != "415.555.0199" and arguments["alt"] != "(415) 555-0199"
     assert "we will check it now" in clean.events[1].text  # an ordinary word is left alone
+
+
+@pytest.mark.parametrize(("text", "value", "entity"), [
+    ("mail jane dot roe at gmail dot com please", "jane dot roe at gmail dot com", "EMAIL_ADDRESS"),
+    ("it is jroe77 [at] outlook [dot] com", "jroe77 [at] outlook [dot] com", "EMAIL_ADDRESS"),
+    ("reach me: jane (at) example (dot) org", "jane (at) example (dot) org", "EMAIL_ADDRESS"),
+    ("J.Doe {at} mail.example.co.uk wrote", "J.Doe {at} mail.example.co.uk", "EMAIL_ADDRESS"),
+    ("see urlenc.person%40proton.me now", "urlenc.person%40proton.me", "EMAIL_ADDRESS"),
+    ("card 4111.1111.1111.1111 thanks", "4111.1111.1111.1111", "CREDIT_CARD"),
+    ("card 5500-0000-0000-0004 and 4012 8888 8888 1881", "5500-0000-0000-0004", "CREDIT_CARD"),
+])
+def test_obfuscated_emails_and_cards_with_any_separator_are_found(deidentifier, text, value, entity):
+    assert (value, entity) in [(text[s.start:s.end], s.entity) for s in deidentifier.detect(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "I am at home. Com on.", "meet at the office dot com", "we are at support.example.com",
+    "version 4111.1111.1111.1112 of the agent",  # not Luhn-valid
+    "the ECS at cn-hangzhou [dot] region",  # no address shape
+])
+def test_look_alikes_are_not_emails_or_cards(deidentifier, text):
+    assert not [s for s in deidentifier.detect(text) if s.entity in ("EMAIL_ADDRESS", "CREDIT_CARD")]

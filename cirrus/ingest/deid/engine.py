@@ -29,6 +29,7 @@ from cirrus.ingest.deid.recognizers import (
     GroupedPhoneRecognizer,
     IpAddressRecognizer,
     LuhnCardRecognizer,
+    ObfuscatedEmailRecognizer,
     ValidatedPhoneRecognizer,
 )
 from cirrus.offline import use_bundled_suffix_list
@@ -71,6 +72,7 @@ def build_registry(config: DeidConfig) -> RecognizerRegistry:
     builtin = [
         SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]),
         EmailRecognizer(supported_language=lang),
+        ObfuscatedEmailRecognizer(supported_language=lang),
         ValidatedPhoneRecognizer(supported_language=lang, supported_regions=tuple(config.phone_regions)),
         GroupedPhoneRecognizer(supported_language=lang),
         IpAddressRecognizer(supported_language=lang),

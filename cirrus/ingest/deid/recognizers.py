@@ -30,7 +30,8 @@ class LuhnCardRecognizer(PatternRecognizer):
     """Card numbers of 12 to 19 digits (Maestro, 19-digit Visa) that pass the
     Luhn check; Presidio's card regex covers mostly 13 to 16 digits."""
 
-    PATTERN = r"(?<![0-9A-Za-z.+-])[0-9]{4}(?:[ -]?[0-9]{2,4}){2,4}(?:[ -]?[0-9]{1,3})?(?![0-9A-Za-z-]|\.[0-9])"
+    # groups joined by nothing, a space, a dash or a dot (4111.1111.1111.1111)
+    PATTERN = r"(?<![0-9A-Za-z.+-])[0-9]{4}(?:[ .-]?[0-9]{2,4}){2,4}(?:[ .-]?[0-9]{1,3})?(?![0-9A-Za-z-]|\.[0-9])"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(
@@ -42,7 +43,7 @@ class LuhnCardRecognizer(PatternRecognizer):
         )
 
     def validate_result(self, pattern_text: str) -> bool | None:
-        digits = re.sub(r"[ -]", "", pattern_text)
+        digits = re.sub(r"[ .-]", "", pattern_text)
         return 12 <= len(digits) <= 19 and luhn(digits)
 
 
@@ -156,3 +157,47 @@ class IpAddressRecognizer(LocalRecognizer):
                     recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                                           RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}))
         return results
+
+
+_AT_MARKED = r"(?:\s*[\[({]\s*at\s*[\])}]\s*|%40)"
+_AT_WORD = r"\s+at\s+"
+_DOT_MARKED = r"(?:\s*[\[({]\s*dot\s*[\])}]\s*|\s+dot\s+)"
+_DOT_ANY = rf"(?:{_DOT_MARKED}|\.)"
+_LOCAL = rf"[A-Za-z0-9][A-Za-z0-9_%+-]*(?:{_DOT_ANY}[A-Za-z0-9_%+-]+)*"
+_LABEL = r"[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+_TLD = r"[A-Za-z]{2,12}(?![A-Za-z0-9])"
+
+
+class ObfuscatedEmailRecognizer(PatternRecognizer):
+    """E-mail addresses written to dodge scrapers or encoded in URLs:
+    ``jroe77 [at] outlook [dot] com``, ``jane (at) example (dot) org``,
+    ``urlenc.person%40proton.me``, ``jane dot roe at gmail dot com``.
+
+    A plain " at " is an ordinary word ("I'm at home.com"?), so with it the
+    domain must spell a dot out (``dot``, ``[dot]``); a marked at (``[at]``,
+    ``(at)``, ``%40``) needs no more."""
+
+    PATTERNS = (
+        Pattern("email_marked_at", rf"(?i)(?<![A-Za-z0-9._%+-]){_LOCAL}{_AT_MARKED}{_LABEL}(?:{_DOT_ANY}{_LABEL})*"
+                                   rf"{_DOT_ANY}{_TLD}", 0.8),
+        Pattern("email_word_at", rf"(?i)(?<![A-Za-z0-9._%+-]){_LOCAL}{_AT_WORD}{_LABEL}(?:{_DOT_ANY}{_LABEL})*"
+                                 rf"{_DOT_MARKED}{_TLD}", 0.7),
+    )
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entity="EMAIL_ADDRESS", name="obfuscated_email",
+                         supported_language=supported_language, patterns=list(self.PATTERNS))
+
+    @staticmethod
+    def plain(text: str) -> str:
+        """The address an obfuscated one stands for."""
+        text = re.sub(rf"(?i){_AT_MARKED}|{_AT_WORD}", "@", text)
+        return re.sub(rf"(?i){_DOT_MARKED}", ".", text).replace(" ", "")
+
+    def validate_result(self, pattern_text: str) -> bool | None:
+        """Only an address whose domain ends in a real public suffix
+        (tldextract's bundled list): "cn-hangzhou [dot] region" is not one."""
+        import tldextract
+
+        domain = self.plain(pattern_text).rpartition("@")[2]
+        return bool(tldextract.extract(domain).suffix)
