@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -218,3 +219,52 @@ def test_obfuscated_emails_and_cards_with_any_separator_are_found(deidentifier, 
 ])
 def test_look_alikes_are_not_emails_or_cards(deidentifier, text):
     assert not [s for s in deidentifier.detect(text) if s.entity in ("EMAIL_ADDRESS", "CREDIT_CARD")]
+
+
+SECRETS = {
+    "aws": ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    "aliyun": ("AccessKeySecret: 4rjkdfKJ83kdfjLKJ38djfkLKJ3k2d", "4rjkdfKJ83kdfjLKJ38djfkLKJ3k2d"),
+    "bearer": ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXZhbHVl",
+               "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXZhbHVl"),
+    "google": ("use token ya29.a0AfH6SMBx3exampletoken_value-x9", "ya29.a0AfH6SMBx3exampletoken_value-x9"),
+    "slack": ("bot xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-123456789012-1234567890123"),
+    "stripe": ("key sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    "query": ("fetch https://api.example.net/v2/items?api_key=k9f8e7d6c5b4a3&page=2", "k9f8e7d6c5b4a3"),
+    "cue": ("my password: hunter2 and the pwd is Sup3r-S3cret!", "hunter2"),
+    "cue2": ("my password: hunter2 and the pwd is Sup3r-S3cret!", "Sup3r-S3cret!"),
+    "pem": ("here:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xq9Zf2\nQ1w2e3r4t5y6u7i8o9p0\n"
+            "-----END RSA PRIVATE KEY-----\nthanks", "Q1w2e3r4t5y6u7i8o9p0"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_secrets_of_every_kind_are_masked_in_text(deidentifier, kind):
+    text, secret = SECRETS[kind]
+    ticket = Ticket(ticket_id="T-3", origin=SourceRef("x.jsonl", line=3),
+                    events=[Event("customer", text), Event("agent", "Rotate it now, please.")])
+    clean, counts = deidentifier.deidentify(ticket)
+    assert secret not in clean.events[0].text and secret[:12] not in clean.events[0].text
+    assert counts["SECRET"] + counts["CLOUD_ACCESS_KEY"] >= 1
+
+
+def test_secret_json_fields_are_masked_whole(deidentifier):
+    ticket = Ticket(ticket_id="T-4", origin=SourceRef("x.jsonl", line=4), events=[
+        Event("customer", "Can you log in for me?"),
+        Event("tool_call", call_id="c1", name="Login",
+              arguments={"user": "ops", "password": "letmein", "api_key": "plainwordkey", "access_key_secret": "x"}),
+        Event("tool_result", call_id="c1", content={"token": "opaque", "ok": True})])
+    clean, _ = deidentifier.deidentify(ticket)
+    arguments = clean.events[1].arguments
+    masked = [arguments["password"], arguments["api_key"], arguments["access_key_secret"], clean.events[2].content["token"]]
+    for value in masked:  # stars, and a ~n suffix where two secrets would mask alike
+        assert re.fullmatch(r"\*{8,40}(?:~\d+)?", value), value
+    assert len(set(masked)) == 4 and arguments["user"] == "ops"
+
+
+@pytest.mark.parametrize("text", [
+    "the token is expired, please log in again", "Your password is incorrect; reset it from the console",
+    "request id 5f3e9a1c-77b0-4c2e-9d1a-0b6c2f1e8a44", "instance i-bp1abc is running", "the secret is safe",
+    "password: ******** (masked)",
+])
+def test_ordinary_sentences_about_secrets_keep_their_words(deidentifier, text):
+    assert not [s for s in deidentifier.detect(text) if s.entity == "SECRET"]

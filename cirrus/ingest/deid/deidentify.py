@@ -40,7 +40,7 @@ from cirrus.schema import Event, KnowledgeDoc, Ticket
 # When spans of different types overlap, the more specific (validated) type
 # wins: a Luhn-valid card number is not also a phone number.
 ENTITY_PRIORITY = {
-    "URL_CREDENTIALS": 9, "EMAIL_ADDRESS": 8, "CLOUD_ACCESS_KEY": 8, "CREDIT_CARD": 7, "IBAN_CODE": 7,
+    "URL_CREDENTIALS": 9, "EMAIL_ADDRESS": 8, "CLOUD_ACCESS_KEY": 8, "CREDIT_CARD": 7, "IBAN_CODE": 7, "SECRET": 7,
     "CN_RESIDENT_ID": 7, "US_SSN": 6, "IP_ADDRESS": 6, "RESOURCE_ID": 5, "PHONE_NUMBER": 4,
     "ACCOUNT_ID": 3, "STREET_ADDRESS": 3, "DATE_OF_BIRTH": 2, "PERSON": 1,
 }

@@ -30,6 +30,7 @@ from cirrus.ingest.deid.recognizers import (
     IpAddressRecognizer,
     LuhnCardRecognizer,
     ObfuscatedEmailRecognizer,
+    SecretRecognizer,
     ValidatedPhoneRecognizer,
 )
 from cirrus.offline import use_bundled_suffix_list
@@ -80,6 +81,7 @@ def build_registry(config: DeidConfig) -> RecognizerRegistry:
         LuhnCardRecognizer(supported_language=lang),
         IbanRecognizer(supported_language=lang),
         UsSsnRecognizer(supported_language=lang),
+        SecretRecognizer(supported_language=lang),
     ]
     for recognizer in builtin:
         if wanted & set(recognizer.supported_entities):

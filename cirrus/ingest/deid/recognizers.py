@@ -201,3 +201,84 @@ class ObfuscatedEmailRecognizer(PatternRecognizer):
 
         domain = self.plain(pattern_text).rpartition("@")[2]
         return bool(tldextract.extract(domain).suffix)
+
+
+# detect-secrets plugins that recognise a secret by its own format (the
+# entropy plugins are left out: on free text they flag ordinary words)
+SECRET_PLUGINS = (
+    "AWSKeyDetector", "ArtifactoryDetector", "AzureStorageKeyDetector", "BasicAuthDetector", "CloudantDetector",
+    "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector", "IbmCloudIamDetector",
+    "JwtTokenDetector", "MailchimpDetector", "NpmDetector", "OpenAIDetector", "PrivateKeyDetector",
+    "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector",
+    "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
+)
+# a key naming a secret, then ":", "=", "is" or "was", then the value
+_SECRET_KEY = (r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*(?:password|passwd|passphrase|passcode|pwd|secret|token|"
+               r"api[_-]?key|apikey|private[_-]?key|credential)[A-Za-z0-9_-]*")
+_SECRET_CUE = re.compile(_SECRET_KEY + r"[\"']?\s*(?:[:=]|\b(?:is|was)\b)\s*[\"']?(?P<value>[^\s\"',;<>]{4,})")
+_SECRET_FORMATS = (
+    re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
+    re.compile(r"(?<![A-Za-z0-9])(?P<value>ya29\.[0-9A-Za-z_-]{16,})"),  # Google OAuth access tokens
+    re.compile(r"(?P<value>-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[\s\S]*))"),
+    re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|sig|signature|password|auth)="
+               r"(?P<value>[^&\s#\"']{4,})"),
+)
+_MASKED = re.compile(r"\*{3}|^<[^>]*>$|^\[[^\]]*\]$|^x{4,}$", re.IGNORECASE)
+
+
+def _looks_secret(value: str) -> bool:
+    """A cue's value is a secret when it is not a plain word ("the token is
+    expired", "password: incorrect"): it holds a digit or a symbol, or mixes
+    letter case past the first letter; a value already masked is not."""
+    if _MASKED.search(value):
+        return False
+    return (any(c.isdigit() for c in value) or any(not c.isalnum() for c in value)
+            or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)))
+
+
+class SecretRecognizer(LocalRecognizer):
+    """Credentials in text: the formats ``detect-secrets`` knows (AWS, Azure,
+    JWT, Slack, GitHub, Stripe, private keys, basic auth in URLs, ...), run
+    line by line; bearer and Google OAuth tokens; whole PEM private-key
+    blocks; secret-bearing query parameters (``?api_key=``); and a value
+    after a key that names a secret (``password: hunter2``, ``pwd is ...``,
+    ``"api_key": "..."``, ``AccessKeySecret=...``)."""
+
+    SCORE = 0.95
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=["SECRET"], name="secrets", supported_language=supported_language)
+
+    def load(self) -> None:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+        classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+        self._plugins = [classes[name]() for name in SECRET_PLUGINS]
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        spans: list[tuple[int, int, str]] = []
+        for pattern in (_SECRET_CUE, *_SECRET_FORMATS):
+            for match in pattern.finditer(text):
+                value = match.group("value")
+                if pattern is _SECRET_CUE and not _looks_secret(value):
+                    continue
+                spans.append((match.start("value"), match.end("value"), pattern.pattern[:40]))
+        spans += self._plugin_spans(text)
+        return [RecognizerResult("SECRET", start, end, self.SCORE,
+                                 AnalysisExplanation(self.name, self.SCORE, pattern_name=why))
+                for start, end, why in spans]
+
+    def _plugin_spans(self, text: str) -> list[tuple[int, int, str]]:
+        spans = []
+        offset = 0
+        for line in text.splitlines(keepends=True):
+            if len(line.strip()) >= 8:
+                for secret in {s for plugin in self._plugins for s in plugin.analyze_line(filename="ticket", line=line)}:
+                    value = secret.secret_value or ""
+                    if len(value) >= 8 and not _MASKED.search(value):
+                        start = line.find(value)
+                        while start >= 0:
+                            spans.append((offset + start, offset + start + len(value), secret.type))
+                            start = line.find(value, start + 1)
+            offset += len(line)
+        return spans
