@@ -268,3 +268,15 @@ def test_secret_json_fields_are_masked_whole(deidentifier):
 ])
 def test_ordinary_sentences_about_secrets_keep_their_words(deidentifier, text):
     assert not [s for s in deidentifier.detect(text) if s.entity == "SECRET"]
+
+
+def test_a_value_split_over_two_messages_is_replaced_in_both(deidentifier):
+    ticket = Ticket(ticket_id="T-5", origin=SourceRef("x.jsonl", line=5), events=[
+        Event("customer", "my mail is splitpart.one@"), Event("customer", "gmail.com thanks"),
+        Event("customer", "card 4111 1111"), Event("customer", "1111 1111 for the refund"),
+        Event("agent", "Noted, we will refund it.")])
+    clean, _ = deidentifier.deidentify(ticket)
+    texts = [e.text for e in clean.events]
+    assert "splitpart" not in texts[0] and "gmail" not in texts[1], texts
+    assert "4111 1111" not in texts[2] and "1111 1111" not in texts[3], texts
+    assert texts[4] == "Noted, we will refund it."

@@ -251,6 +251,9 @@ class Deidentifier:
             add_identifier(doc.doc_id)
         for value in (ticket.ticket_id, ticket.category, ticket.channel, ticket.status):
             add_identifier(value)
+        seams = _seams(ticket.events)
+        for glued, _ in seams:
+            slots.setdefault((glued, (), False), None)
 
         requests = list(slots)
         detected = dict(zip(requests, self.detect_many(requests)))
@@ -263,6 +266,17 @@ class Deidentifier:
         for text, spans in spans_by_text.items():
             for span in spans:
                 vocabulary.setdefault(text[span.start : span.end], span.entity)
+        for glued, cut in seams:  # a value split across two messages: each part is replaced
+            for span in detected.get((glued, (), False), ()):
+                if span.start < cut < span.end and span.entity in _SPLIT_ENTITIES:
+                    before, after = glued[span.start:cut].strip(), glued[cut:span.end].strip()
+                    whole_after = any(found.entity == span.entity and found.start == 0
+                                      for found in self.detect(glued[cut:].strip(), ner=False))
+                    if whole_after:  # "... locked" + "jane@x.fr ...": the second message holds it whole
+                        continue
+                    for part in (before, after):
+                        if len(part) >= 2:
+                            vocabulary.setdefault(part, span.entity)
         self._add_name_parts(vocabulary)
 
         rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
@@ -333,6 +347,26 @@ def _occurrence_pattern(value: str, entity: str) -> str:
     if entity == "PERSON" and value.isalpha():
         return re.escape(value)
     return "(?i:" + re.escape(value) + ")"
+
+
+# values a customer may split over two messages ("my mail is jane.roe@" +
+# "example.com"); names are left to NER on each message
+_SPLIT_ENTITIES = frozenset({"EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
+                             "CN_RESIDENT_ID", "CLOUD_ACCESS_KEY", "SECRET", "IP_ADDRESS"})
+_SEAM_CHARS = 80
+
+
+def _seams(events: list[Event]) -> list[tuple[str, int]]:
+    """The joins of consecutive messages of one speaker (as canonicalize
+    merges them): the end of one and the start of the next, glued with
+    nothing and with a space, and where the first ends."""
+    seams = []
+    for before, after in zip(events, events[1:]):
+        if before.role == after.role and before.role in ("customer", "agent") and before.text.strip() \
+                and after.text.strip():
+            tail, head = before.text.strip()[-_SEAM_CHARS:], after.text.strip()[:_SEAM_CHARS]
+            seams += [(tail + head, len(tail)), (tail + " " + head, len(tail))]
+    return seams
 
 
 def _same_or(value: str | None, rewrite: Callable[[str], str]) -> str | None:
