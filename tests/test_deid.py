@@ -280,3 +280,21 @@ def test_a_value_split_over_two_messages_is_replaced_in_both(deidentifier):
     assert "splitpart" not in texts[0] and "gmail" not in texts[1], texts
     assert "4111 1111" not in texts[2] and "1111 1111" not in texts[3], texts
     assert texts[4] == "Noted, we will refund it."
+
+
+@pytest.mark.parametrize("text", [
+    "I want to fly from Atlanta (ATL) to Philadelphia (PHL) next week.",
+    "The flight from Houston (IAH) to Boston (BOS) is delayed.",
+    "Book it to Dallas/Fort Worth (DFW), please.", "I land at Denver International Airport at noon.",
+    "It is much simpler for the devs to do it.",
+])
+def test_places_and_lower_case_words_are_not_people(deidentifier, text):
+    assert not [s for s in deidentifier.detect(text) if s.entity == "PERSON"], text
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("This is Laura Chen (LCH) speaking", "Laura Chen"), ("I spoke to Jane (CTO) yesterday", "Jane"),
+    ("Thanks, Jane (JRX)", "Jane"), ("my name is vitoria", "vitoria"),
+])
+def test_names_next_to_codes_stay_names(deidentifier, text, name):
+    assert name in [text[s.start:s.end] for s in deidentifier.detect(text) if s.entity == "PERSON"]

@@ -52,6 +52,29 @@ _HANDLE = re.compile(r"([a-z]{3,})[._]([a-z]{2,})[._]?\d*")
 _GLUED = re.compile(r"[A-Za-z_]\||\|[A-Za-z_]")
 _POSSESSIVE = re.compile(r"[\x27’]s$")
 _NAME_EDGE = " \t\n.,;:!?\"()[]{}<>"
+# what follows a place: an airport code, "Airport"
+_PLACE_AFTER = re.compile(r"(?:/[A-Z][A-Za-z.' -]*?)?\s*(?:\((?P<code>[A-Z]{3})\)|(?:International\s+)?Airport\b)")
+_TRAVEL_BEFORE = re.compile(r"(?i)(?:\b(?:from|to|via|between|and|in|at|into|out of|fly|flying|flight)|"
+                            r"\b(?:origin|destination|departure|arrival)\W*:\W*|\*\*:)\s*$")
+_TRAVEL_AFTER = re.compile(r"\s*(?:to|->|→|–|-)\s+[A-Z]")
+_ROLE_CODES = frozenset({"CEO", "CTO", "CFO", "COO", "CIO", "CSO", "CMO", "CPO", "CRO", "EVP", "SVP", "AVP", "DBA",
+                         "QA", "SRE", "PMO", "VIP"})
+
+
+def _is_place(text: str, start: int, end: int) -> bool:
+    """A capitalised word that names a place, not a person: followed by
+    "Airport", or by an airport code that is no job title ("Jane (CTO)")
+    next to a travel word ("from Atlanta (ATL)", "to Dallas/Fort Worth
+    (DFW)", "Origin: Denver (DEN)", "Phoenix (PHX) to ...").  Without one,
+    "Jane (JRX)" may be initials: kept."""
+    after = _PLACE_AFTER.match(text, end)
+    if after is None:
+        return False
+    code = after.group("code")
+    if code is None:
+        return True
+    return code not in _ROLE_CODES and bool(_TRAVEL_BEFORE.search(text[max(0, start - 24):start])
+                                            or _TRAVEL_AFTER.match(text, after.end()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +198,11 @@ class Deidentifier:
         result = RecognizerResult(result.entity_type, start, start + len(stripped), result.score)
         if stripped.isupper() and len(stripped) <= 6:
             return None  # ICMP, SSH: acronyms
-        if from_ner and stripped.islower() and in_dictionary(stripped, self._dictionary):
-            return None  # "the devs": NER on a lower-case dictionary word
+        if from_ner and stripped.islower() and (in_dictionary(stripped, self._dictionary) or (
+                " " not in stripped and stripped.title() not in self._known_names)):
+            return None  # "the devs": NER on a lower-case word that is nobody's name
+        if _is_place(text, result.start, result.end):
+            return None  # "from Atlanta (ATL)", "Dallas/Fort Worth (DFW)", "Denver Airport": a place
         if " " not in stripped:
             lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
             common = in_dictionary(stripped, self._dictionary) or (lemma and lemma.lower() in self._common)
@@ -415,9 +441,11 @@ class _TicketRewriter:
             return text
         spans = list(self._spans_by_text.get(text, ()))
         if self._pattern is not None:
-            spans.extend(
-                Span(m.start(), m.end(), self._entity_of(m.group()), 1.0) for m in self._pattern.finditer(text)
-            )
+            for m in self._pattern.finditer(text):
+                entity = self._entity_of(m.group())
+                if entity == "PERSON" and _is_place(text, m.start(), m.end()):
+                    continue  # "Houston" found as a name elsewhere, here "to Houston (IAH)"
+                spans.append(Span(m.start(), m.end(), entity, 1.0))
         if not spans:
             return text
         results = [RecognizerResult(s.entity, s.start, s.end, s.score) for s in resolve_overlaps(spans)]
