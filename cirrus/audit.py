@@ -674,9 +674,15 @@ def register(app: typer.Typer) -> None:
             help=f"A value that is not personal: a regular expression searched in each value found, or a literal "
                  f"value (repeatable; WORKSPACE/{ALLOW_FILE} adds one per line).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the hits as a JSON list (values masked).")] = False,
+        raw: Annotated[Optional[Path], typer.Option(
+            "--raw", metavar="RAW",
+            help="The raw tickets the workspace was ingested from: also detect their personal data and secrets with "
+                 "the ingest's engine and search every file's content and name for each original value, in any "
+                 "letter case, digit layout, separators or escapes (loads the de-identification models).")] = None,
     ) -> None:
         """Scan what a workspace holds (not tickets/raw) for e-mail addresses, phone numbers, card numbers,
-        keys, secrets and IP addresses.  Exit 0 when clean, 1 on any hit, 2 on a usage error."""
+        keys, secrets and IP addresses; with --raw, also for every personal value of the raw input.
+        Exit 0 when clean, 1 on any hit, 2 on a usage error."""
         from rich.console import Console
         from rich.markup import escape
 
@@ -689,6 +695,19 @@ def register(app: typer.Typer) -> None:
                       "folder: not a Cirrus workspace")
             raise typer.Exit(2)
         result = audit(workspace, allow or ())
+        if raw is not None:
+            if not raw.exists():
+                err.print(f"[bold red]error:[/] --raw {escape(str(raw))} does not exist")
+                raise typer.Exit(2)
+            from cirrus.leak_check import find_leaks, raw_values
+
+            err.print("audit: detecting the raw input's personal data (loading the de-identification models) ...")
+            found = raw_values(raw)
+            leaks, _ = find_leaks(workspace, found.values, AllowList.for_workspace(workspace, allow or ()),
+                                  is_word=found.is_word)
+            result.hits.extend(leaks)
+            err.print(f"audit: {len(found.values)} personal value(s) and secret(s) found in {escape(str(raw))}; "
+                      f"{len(leaks)} found again in the workspace")
         if as_json:
             typer.echo(json.dumps([h.to_json() for h in result.hits], indent=2, ensure_ascii=False))
         else:

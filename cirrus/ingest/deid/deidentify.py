@@ -215,6 +215,34 @@ class Deidentifier:
     def deidentify(self, ticket: Ticket) -> tuple[Ticket, Counter[str]]:
         """The ticket with every text and JSON leaf de-identified, and the
         number of replacements by entity type."""
+        vocabulary, spans_by_text = self._detect_ticket(ticket)
+        rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
+        new_ticket = replace(
+            ticket,
+            ticket_id=self.safe_ticket_id(ticket.ticket_id, rewriter),
+            category=_same_or(ticket.category, rewriter.text),
+            channel=_same_or(ticket.channel, rewriter.text),
+            status=rewriter.text(ticket.status),
+            events=[rewriter.event(e) for e in ticket.events],
+            knowledge=[KnowledgeDoc(rewriter.text(d.doc_id), rewriter.text(d.title), rewriter.text(d.text))
+                       for d in ticket.knowledge],
+        )
+        return new_ticket, rewriter.counts
+
+    def found_values(self, ticket: Ticket) -> dict[str, str]:
+        """Every personal value and secret detected in ``ticket``, with its
+        entity type: what de-identification replaces (``cirrus audit --raw``
+        searches a workspace for them)."""
+        vocabulary, spans_by_text = self._detect_ticket(ticket)
+        found = {v: e for v, e in vocabulary.items() if len(v) >= _MIN_VOCAB_LEN or e != "PERSON"}
+        for text, spans in spans_by_text.items():
+            for span in spans:
+                found.setdefault(text[span.start:span.end], span.entity)
+        return found
+
+    def _detect_ticket(self, ticket: Ticket) -> tuple[dict[str, str], dict[str, list[Span]]]:
+        """The ticket's vocabulary (every value found, with its entity) and the
+        spans found in each of its texts."""
         slots: dict[tuple[str, tuple[str, ...], bool], None] = {}
         vocabulary: dict[str, str] = {}
 
@@ -284,8 +312,10 @@ class Deidentifier:
         requests = list(slots)
         detected = dict(zip(requests, self.detect_many(requests)))
         spans_by_text: dict[str, list[Span]] = {}
+        glued = {text for text, _ in seams}
         for (text, _, _), spans in detected.items():
-            spans_by_text.setdefault(text, []).extend(spans)
+            if text not in glued:  # a seam is read for the values that cross it, below
+                spans_by_text.setdefault(text, []).extend(spans)
         for original, read_as in identifiers.items():
             if read_as != original:
                 spans_by_text.setdefault(original, []).extend(spans_by_text.get(read_as, ()))
@@ -304,19 +334,11 @@ class Deidentifier:
                         if len(part) >= 2:
                             vocabulary.setdefault(part, span.entity)
         self._add_name_parts(vocabulary)
+        return vocabulary, spans_by_text
 
-        rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
-        new_ticket = replace(
-            ticket,
-            ticket_id=self.safe_ticket_id(ticket.ticket_id, rewriter),
-            category=_same_or(ticket.category, rewriter.text),
-            channel=_same_or(ticket.channel, rewriter.text),
-            status=rewriter.text(ticket.status),
-            events=[rewriter.event(e) for e in ticket.events],
-            knowledge=[KnowledgeDoc(rewriter.text(d.doc_id), rewriter.text(d.title), rewriter.text(d.text))
-                       for d in ticket.knowledge],
-        )
-        return new_ticket, rewriter.counts
+    def is_word(self, word: str) -> bool:
+        """An ordinary English word (the spaCy model's dictionary)."""
+        return in_dictionary(word, self._dictionary)
 
     def safe_ticket_id(self, ticket_id: str, rewriter: _TicketRewriter | None = None) -> str:
         """``ticket_id`` as it is, or, when it holds personal data, its
@@ -361,16 +383,18 @@ def _form(value: str) -> str:
     return "".join(c for c in value if c.isdigit()) if _digit_heavy(value) else value.lower()
 
 
-def _occurrence_pattern(value: str, entity: str) -> str:
+def _occurrence_pattern(value: str, entity: str, is_word: Callable[[str], bool] = lambda _: True) -> str:
     """A regex for every occurrence of a found value: a number (a phone, a
     card, an account) with any spacing or separators between its digits
     (``4111 1111``, ``4111.1111``, ``4111-1111``); a value of several words,
     or with digits or symbols (a full name, an e-mail address, a handle) in
     any letter case (``crystal minh`` after ``Crystal Minh``).  A single name
-    word keeps its case: "Will" or "May" must not mask "will" and "may"."""
+    word is matched in any case unless it is an ordinary word (``is_word``):
+    "laura@mbp" and "lina-studio.com" after "Laura", "Lina"; but "Will",
+    "May" or "Grace" must not mask "will", "may" and "grace period"."""
     if _digit_heavy(value):
         return _DIGIT_SEPARATORS.join(c for c in value if c.isdigit())
-    if entity == "PERSON" and value.isalpha():
+    if entity == "PERSON" and value.isalpha() and is_word(value.lower()):
         return re.escape(value)
     return "(?i:" + re.escape(value) + ")"
 
@@ -415,7 +439,7 @@ class _TicketRewriter:
         # every other occurrence, whatever its form: see _occurrence_pattern
         self._by_form = {_form(v): e for v, e in sorted(self._vocabulary.items(), key=lambda ve: -len(ve[0]))}
         self._pattern = (
-            re.compile("(?<![0-9A-Za-z])(?:" + "|".join(_occurrence_pattern(v, e) for v, e in
+            re.compile("(?<![0-9A-Za-z])(?:" + "|".join(_occurrence_pattern(v, e, deid.is_word) for v, e in
                                                       ((v, self._vocabulary[v]) for v in values))
                        + ")(?![0-9A-Za-z])") if values else None
         )
