@@ -298,3 +298,28 @@ def test_places_and_lower_case_words_are_not_people(deidentifier, text):
 ])
 def test_names_next_to_codes_stay_names(deidentifier, text, name):
     assert name in [text[s.start:s.end] for s in deidentifier.detect(text) if s.entity == "PERSON"]
+
+
+def test_windows_cover_the_text_with_overlaps():
+    from cirrus.ingest.deid.deidentify import windows
+
+    text = " ".join(f"word{i}" for i in range(3000))
+    parts = windows(text, size=1000, overlap=100)
+    assert parts[0][0] == 0 and parts[-1][0] + len(parts[-1][1]) == len(text)
+    for (start, piece), (next_start, _) in zip(parts, parts[1:]):
+        assert text[start:start + len(piece)] == piece and len(piece) <= 1000
+        assert start < next_start <= start + len(piece) - 50  # overlapping
+    assert windows("short", size=1000) == [(0, "short")]
+
+
+def test_a_value_at_a_window_seam_is_found_once(deidentifier, monkeypatch):
+    import cirrus.ingest.deid.deidentify as module
+
+    monkeypatch.setattr(module, "WINDOW", 300)
+    monkeypatch.setattr(module, "WINDOW_OVERLAP", 120)
+    filler = "the disk is full again " * 12
+    text = filler + "write to laura.chen@example.com or call +1 415 555 0199 " + filler * 3
+    spans = deidentifier.detect(text, ner=False)
+    found = sorted((text[s.start:s.end], s.entity) for s in spans)
+    assert ("laura.chen@example.com", "EMAIL_ADDRESS") in found
+    assert [v for v, e in found].count("laura.chen@example.com") == 1

@@ -134,7 +134,30 @@ class Deidentifier:
     def detect_many(self, requests: list[tuple[str, tuple[str, ...], bool]]) -> list[tuple[Span, ...]]:
         """Detect spans in many texts; texts needing NER go through spaCy in
         one batch (``nlp.pipe``), which is several times faster than one call
-        per text."""
+        per text.  A text longer than ``WINDOW`` characters is read in
+        overlapping windows (:func:`windows`): Presidio's context step costs
+        (spans x tokens) per text, so one huge text would take time that
+        grows with the square of its length."""
+        pieces: list[tuple[str, tuple[str, ...], bool]] = []
+        layout: list[list[tuple[int, int]]] = []  # per request: (piece index, offset)
+        for text, context, ner in requests:
+            parts = []
+            for offset, window in windows(text):
+                parts.append((len(pieces), offset))
+                pieces.append((window, context, ner))
+            layout.append(parts)
+        found = self._detect_pieces(pieces)
+        out = []
+        for parts in layout:
+            if len(parts) == 1:
+                out.append(found[parts[0][0]])
+                continue
+            spans = {Span(sp.start + offset, sp.end + offset, sp.entity, sp.score)
+                     for index, offset in parts for sp in found[index]}
+            out.append(tuple(resolve_overlaps(spans)))
+        return out
+
+    def _detect_pieces(self, requests: list[tuple[str, tuple[str, ...], bool]]) -> list[tuple[Span, ...]]:
         out: list[tuple[Span, ...] | None] = [self._cache_get(r) for r in requests]
         todo = [i for i, r in enumerate(out) if r is None]
         ner_idx = [i for i in todo if requests[i][2]]
@@ -417,6 +440,35 @@ def _seams(events: list[Event]) -> list[tuple[str, int]]:
             tail, head = before.text.strip()[-_SEAM_CHARS:], after.text.strip()[:_SEAM_CHARS]
             seams += [(tail + head, len(tail)), (tail + " " + head, len(tail))]
     return seams
+
+
+WINDOW = 20_000
+WINDOW_OVERLAP = 2_000  # longer than any value found (a PEM key block is about 1,700)
+
+
+def windows(text: str, size: int | None = None, overlap: int | None = None) -> list[tuple[int, str]]:
+    """``text`` as ``(offset, piece)`` windows of at most ``size``
+    characters, each starting ``overlap`` characters before the previous one
+    ends (at a space where one is near), so a value at a seam is whole in one
+    of them; the text itself when it fits.  Defaults: ``WINDOW``,
+    ``WINDOW_OVERLAP``."""
+    size = size or WINDOW
+    overlap = overlap or WINDOW_OVERLAP
+    if len(text) <= size:
+        return [(0, text)]
+    out = []
+    start = 0
+    while True:
+        end = min(len(text), start + size)
+        if end < len(text):
+            space = text.rfind(" ", end - overlap // 2, end)
+            end = space if space > start else end
+        out.append((start, text[start:end]))
+        if end >= len(text):
+            return out
+        next_start = end - overlap
+        space = text.find(" ", next_start, end)
+        start = space + 1 if 0 <= space < end else next_start
 
 
 def _same_or(value: str | None, rewrite: Callable[[str], str]) -> str | None:
