@@ -168,8 +168,9 @@ _BEARER = re.compile(r"(?i:bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+
 
 _CARD = re.compile(r"\d(?<![\w.,-]\d)(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)", _A)
 _IPV4 = re.compile(r"\d(?<![\w.-]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?:/\d{1,2})?(?![\w-]|\.\d)", _A)
+# not followed by a dotted tail: "::ffff:47.***.***.***" is a masked IPv4-mapped address
 _IPV6 = re.compile(r"[0-9A-Fa-f:](?<![\w:.-][0-9A-Fa-f:])[0-9A-Fa-f]{0,3}:[0-9A-Fa-f:]{1,37}(?:/\d{1,3})?"
-                   r"(?![\w:-]|\.\d)", _A)
+                   r"(?![\w:-]|\.[\d\x00])", _A)
 _VERSION_WORD = re.compile(r"(?i:\b(?:v|ver|version|release|build|firmware|kernel|rev|revision))\.?\s*[:=]?\s*$", _A)
 
 # phone candidates: digits with the separators numbers are written with, not

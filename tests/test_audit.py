@@ -395,3 +395,10 @@ def test_a_workspace_with_evaluation_reports_is_clean(sample_runs_copy):
     result = _audit(str(workspace))
     assert result.exit_code == 0, result.output
     assert "binary skipped" not in result.stderr  # Parquet is read, not skipped
+
+
+def test_a_masked_ipv4_mapped_address_is_no_hit_and_a_real_one_is():
+    from cirrus.audit import scan_text
+
+    assert scan_text("peer ::ffff:47.***.***.*** closed") == []
+    assert [h.value for h in scan_text("peer ::ffff:47.98.12.3 closed")] == ["47.98.12.3"]
