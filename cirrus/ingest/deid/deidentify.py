@@ -54,8 +54,8 @@ _POSSESSIVE = re.compile(r"[\x27’]s$")
 _NAME_EDGE = " \t\n.,;:!?\"()[]{}<>"
 # what follows a place: an airport code, "Airport"
 _PLACE_AFTER = re.compile(r"(?:/[A-Z][A-Za-z.' -]*?)?\s*(?:\((?P<code>[A-Z]{3})\)|(?:International\s+)?Airport\b)")
-_TRAVEL_BEFORE = re.compile(r"(?i)(?:\b(?:from|to|via|between|and|in|at|into|out of|fly|flying|flight)|"
-                            r"\b(?:origin|destination|departure|arrival)\W*:\W*|\*\*:)\s*$")
+_TRAVEL_BEFORE = re.compile(r"(?:\b(?i:from|to|via|between|and|in|at|into|out of|fly|flying|flight)|"
+                            r"\b(?i:origin|destination|departure|arrival)\W*:\W*|\*\*:)\s*(?:[A-Z][a-z]+\s+)?$")
 _TRAVEL_AFTER = re.compile(r"\s*(?:to|->|→|–|-)\s+[A-Z]")
 _ROLE_CODES = frozenset({"CEO", "CTO", "CFO", "COO", "CIO", "CSO", "CMO", "CPO", "CRO", "EVP", "SVP", "AVP", "DBA",
                          "QA", "SRE", "PMO", "VIP"})
@@ -222,8 +222,10 @@ class Deidentifier:
         if stripped.isupper() and len(stripped) <= 6:
             return None  # ICMP, SSH: acronyms
         if from_ner and stripped.islower() and (in_dictionary(stripped, self._dictionary) or (
-                " " not in stripped and stripped.title() not in self._known_names)):
-            return None  # "the devs": NER on a lower-case word that is nobody's name
+                " " not in stripped and stripped.title() not in self._known_names) or any(
+                in_dictionary(word, self._dictionary) and word.title() not in self._known_names
+                for word in stripped.split())):
+            return None  # "the devs", "snapshot keeps failing": NER on lower-case words that are nobody's name
         if _is_place(text, result.start, result.end):
             return None  # "from Atlanta (ATL)", "Dallas/Fort Worth (DFW)", "Denver Airport": a place
         if " " not in stripped:
