@@ -361,6 +361,7 @@ def pii_eval(
 def _register_report_commands() -> None:
     from cirrus.evaluate.rescore import rescore
     from cirrus.judges.calibration import judge_eval
+    from cirrus.judges.consistency import judge_consistency
     from cirrus.report.command import report
     from cirrus.report.show import show
 
@@ -368,6 +369,7 @@ def _register_report_commands() -> None:
     app.command("show")(show)
     app.command("rescore")(rescore)
     app.command("judge-eval")(judge_eval)
+    app.command("judge-consistency")(judge_consistency)
 
 
 _register_report_commands()

@@ -16,6 +16,7 @@ extra_body = { enable_thinking = false }
 [roles.judge]
 rpm = 600
 # model = ["judge-a", "judge-b", "judge-c"]   # a judge panel: majority verdict
+# structured_output = false   # never send response_format (absent: try it, fall back if refused)
 
 [judge_input]            # what the coverage judge and fluency checker are sent
 candidate_chars = 8000   # the agent's reply: its first N characters
@@ -65,6 +66,8 @@ class RoleSettings(_Strict):
     max_retries: int | None = None
     rpm: float | None = None
     concurrency: int | None = None
+    # send the judges' response_format: absent = try it and fall back when refused (cirrus.llm.client)
+    structured_output: bool | None = None
 
     @field_validator("model", mode="before")
     @classmethod

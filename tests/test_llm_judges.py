@@ -219,7 +219,8 @@ def test_concurrent_judge_calls_overlap():
     met = []
 
     def rule(body):
-        met.append(all_in.wait() >= 0)
+        if "warm-up" not in body["messages"][1]["content"]:
+            met.append(all_in.wait() >= 0)
         candidate = re.search(r'<candidate_reply id="\w+">\n', body["messages"][1]["content"])
         candidate = body["messages"][1]["content"][candidate.end():]
         verdict = "Included" if candidate.startswith("good") else "Not Included"
@@ -228,6 +229,8 @@ def test_concurrent_judge_calls_overlap():
     with ChatServer(rule=rule) as server:
         async def many(client):
             judge = LLMCoverageJudge(client)
+            # the first structured request goes alone (cirrus.llm.client: one refused request at most)
+            await judge.covers([], "warm-up", "ref", "good warm-up")
             return await asyncio.gather(*(
                 judge.covers([], f"q{i}", "ref", ("good" if i % 2 == 0 else "bad") + f" reply {i}")
                 for i in range(20)
@@ -235,7 +238,7 @@ def test_concurrent_judge_calls_overlap():
 
         verdicts = with_client(server, many)
     assert [v.ok for v in verdicts] == [i % 2 == 0 for i in range(20)]
-    assert len(server.requests) == 20 and met == [True] * 20
+    assert len(server.requests) == 21 and met == [True] * 20
 
 
 def test_fingerprints_hold_prompt_and_parameters():

@@ -23,6 +23,11 @@ failing the request.  The verdict records what was cut
 (:attr:`Verdict.input_cut`, which the walk copies into the transcript's
 verdict record as ``judge_input_cut``).
 
+Both ask for structured output (``response_format`` with the JSON schema of
+their answer, :mod:`cirrus.judges.schemas`) where the endpoint takes it; an
+endpoint that refuses it is asked again without it, once per client
+(:meth:`~cirrus.llm.client.ChatClient.complete_parsed`).
+
 Calls are cached (:class:`cirrus.llm.cache.ResponseCache`, when the client
 has one): re-scoring or resuming a run asks no question twice.
 """
@@ -37,7 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cirrus.evaluate.types import Verdict
-from cirrus.judges import prompts, verdicts
+from cirrus.judges import prompts, schemas, verdicts
 from cirrus.llm.client import ChatClient
 
 DEFAULT_PARSE_ATTEMPTS = 3
@@ -240,10 +245,11 @@ class _LLMVerdicts:
         return text
 
     async def _verdict(self, system: str, user: str, parse: Callable[[str], bool], repair: str, what: str,
-                       cuts: dict[str, dict[str, int]]) -> Verdict:
+                       cuts: dict[str, dict[str, int]], response_format: Mapping[str, Any]) -> Verdict:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         ok, result = await self.client.complete_parsed(
-            messages, parse, attempts=self.attempts, repair=repair, cache=self.cache, what=what
+            messages, parse, attempts=self.attempts, repair=repair, cache=self.cache, what=what,
+            response_format=response_format,
         )
         return Verdict(ok=ok, raw=result.content, input_cut=cuts or None)
 
@@ -299,7 +305,7 @@ class LLMCoverageJudge(_LLMVerdicts):
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
 
         return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict",
-                                   cuts)
+                                   cuts, schemas.COVERAGE_RESPONSE_FORMAT)
 
     def later_user_message(self, history: Sequence[Mapping[str, Any]], query: str, candidate: str,
                            later_query: str, later_reference: str) -> str:
@@ -320,7 +326,7 @@ class LLMCoverageJudge(_LLMVerdicts):
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
 
         return await self._verdict(self.later_system_prompt, user, parse, prompts.COVERAGE_REPAIR,
-                                   "coverage verdict", cuts)
+                                   "coverage verdict", cuts, schemas.COVERAGE_RESPONSE_FORMAT)
 
 
 class LLMFluencyChecker(_LLMVerdicts):
@@ -362,4 +368,5 @@ class LLMFluencyChecker(_LLMVerdicts):
         def parse(raw: str) -> bool:
             return parse_yes_no(raw, boundary=boundary, echoes=echoes)
 
-        return await self._verdict(self.system_prompt, user, parse, prompts.FLUENCY_REPAIR, "fluency answer", cuts)
+        return await self._verdict(self.system_prompt, user, parse, prompts.FLUENCY_REPAIR, "fluency answer", cuts,
+                                   schemas.FLUENCY_RESPONSE_FORMAT)

@@ -28,7 +28,8 @@ Retries
     spent, :class:`~cirrus.evaluate.types.InfrastructureError` is raised,
     naming the role, model and endpoint and saying what went wrong.  A
     401/403 is never retried: :class:`ModelAuthError` names the key's
-    variable.  Other 4xx answers raise ``InfrastructureError`` at once.
+    variable.  Other 4xx answers raise ``InfrastructureError`` at once (a
+    refused ``response_format`` aside, see below).
     A refused connection (nothing listens at the address) is tried
     ``REFUSED_TRIES`` times in all, at most ``REFUSED_MAX_WAIT`` s apart
     (about 2 s, not minutes of backoff), then reported as "nothing listens
@@ -39,11 +40,32 @@ Timeouts
     and reading the answer): the SDK's per-read timeout alone never fires
     against a server that sends a byte now and then but never finishes.
 
+Structured output
+    :meth:`ChatClient.complete_parsed` may be given a ``response_format`` (the
+    judges' strict JSON schemas, :mod:`cirrus.judges.schemas`).  With
+    ``RoleConfig.structured_output`` at ``None`` (auto) it is sent, and an
+    endpoint that refuses it -- an HTTP 400/404/422/501 whose error names
+    ``response_format``, ``json_schema``, structured output, or says "not
+    supported" / "unsupported" / "unknown field" / "extra inputs are not
+    permitted" without naming another parameter of the request; a 500 only
+    when it names the field (llama.cpp forks, llama-cpp-python) -- is asked
+    the same question again at once without it.  Such a refusal is never
+    retried, the client remembers it for the rest of its life (later calls do
+    not try again) and one ``RuntimeWarning`` names the role and model.  Until
+    the endpoint has answered one structured request, such requests go one at
+    a time, so a client sends at most one refused request.  A 4xx about
+    something else (context length) keeps the behaviour above.  ``False``
+    never sends ``response_format``; ``True`` always does and makes a refusal
+    an ``InfrastructureError`` saying how to turn it off.
+
 Caching
     Calls made with ``cache=True`` (the judges, never the agent) are looked up
     in and stored to a :class:`~cirrus.llm.cache.ResponseCache`, keyed on the
     base URL and the canonical JSON of the request body (model, messages,
-    parameters) -- never the API key.
+    parameters) -- never the API key, and never ``response_format``: the key
+    is the same whether structured output was sent, refused or switched off,
+    so answers cached before it existed are still found.  That is sound
+    because the parsers read every answer shape.
 
 Token counts
     :attr:`ChatResult.completion_tokens` is ``usage.completion_tokens``, which
@@ -62,10 +84,11 @@ import email.utils
 import json
 import math
 import random
+import re
 import sqlite3
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
@@ -92,6 +115,10 @@ MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 REFUSED_TRIES = 4  # tries in all when the connection is refused (within max_retries + 1)
 REFUSED_MAX_WAIT = 1.0  # seconds between them: 0.25, 0.5, 1.0
+# statuses an endpoint refuses ``response_format`` with: 400 (OpenAI, vLLM, llama.cpp, LiteLLM, DashScope, Ollama),
+# 422 (request validation: TGI), 404/501 (gateways); a 500 only when its text names the field (ik_llama.cpp,
+# llama-cpp-python, Ollama's "invalid JSON schema in format")
+STRUCTURED_REFUSAL_STATUSES = frozenset({400, 404, 422, 501})
 
 
 class UnparseableOutput(ValueError):
@@ -117,6 +144,13 @@ class RoleConfig:
     request (each try as a whole), in seconds; ``max_retries`` counts retries
     after the first try.  ``name`` is the role ("agent", "judge", "fluency")
     for messages; it changes no answer.
+
+    ``structured_output`` is whether :meth:`ChatClient.complete_parsed` sends
+    the ``response_format`` it is given: ``None`` (auto) tries it and falls
+    back for good when the endpoint refuses it, ``False`` never sends it,
+    ``True`` always does (a refusal is an error).  It is not a body parameter
+    and is left out of :meth:`fingerprint`: the parsers read every answer
+    shape, and a run started before it existed can be resumed.
     """
 
     endpoint: Endpoint
@@ -132,6 +166,7 @@ class RoleConfig:
     retry_initial_wait: float = 1.0  # backoff: retry_initial_wait * 2**n + jitter, capped at retry_max_wait
     retry_max_wait: float = 30.0
     name: str | None = None
+    structured_output: bool | None = None
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -146,6 +181,8 @@ class RoleConfig:
             raise ValueError("max_tokens must be >= 1")
         if self.max_tokens_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError("max_tokens_param must be 'max_tokens' or 'max_completion_tokens'")
+        if self.structured_output is not None and not isinstance(self.structured_output, bool):
+            raise ValueError("structured_output must be true, false or absent (auto)")
 
     @property
     def model(self) -> str:
@@ -166,7 +203,8 @@ class RoleConfig:
     ) -> RoleConfig:
         """A role from command-line style options.  ``extra_body`` may be a
         JSON object as text (``--extra-body '{"top_p": 0.8}'``); ``settings``
-        are the other fields (timeout, max_retries, rpm, concurrency, ...).
+        are the other fields (timeout, max_retries, rpm, concurrency,
+        structured_output, ...).
         Without ``base_url`` the model is looked up in the provider registry
         (:func:`~cirrus.llm.providers.resolve_endpoint`)."""
         if isinstance(extra_body, str):
@@ -447,6 +485,14 @@ class _TriedTooLong(RuntimeError):
     a timeout)."""
 
 
+class _StructuredRefused(RuntimeError):
+    """The endpoint refused the request's ``response_format`` (never retried)."""
+
+    def __init__(self, error: APIStatusError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 # ---------------------------------------------------------------------------
 # the client
 
@@ -458,6 +504,65 @@ def _retryable(exc: BaseException) -> bool:
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
     # APITimeoutError is an APIConnectionError; a body cut short is one too
     return isinstance(exc, (APIConnectionError, _MalformedAnswer, _TriedTooLong))
+
+
+# what refusals of response_format say (see structured_output_refused for where each was seen)
+_STRUCTURED_TERMS = re.compile(
+    r"response[_ ]?format|json[_ -]?schema|structured[_ -]?outputs?|guided[_ ]?(?:json|decoding)", re.IGNORECASE)
+_UNSUPPORTED = re.compile(
+    r"not supported|unsupported|does not support|doesn't support|not implemented|unknown field|extra fields?"
+    r"|extra inputs are not permitted|unrecognized request argument|unknown (?:parameter|argument|variant)",
+    re.IGNORECASE)
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _-]?length|context window|maximum context|too many tokens|prompt is too long|reduce the length"
+    r"|exceeds? the (?:model'?s? )?(?:maximum|max)", re.IGNORECASE)
+
+
+def _error_text(exc: APIStatusError) -> str:
+    message = exc.message if isinstance(exc.message, str) else ""
+    body = exc.body if isinstance(exc.body, str) else json.dumps(exc.body, default=str) if exc.body is not None else ""
+    return f"{message} {body}"
+
+
+def structured_output_refused(exc: BaseException, other_params: Collection[str] = ()) -> bool:
+    """Whether ``exc``, the error answer to a request carrying
+    ``response_format``, refuses that field (rather than anything else about
+    the request).  ``other_params`` are the request's other body fields: a
+    bare "not supported" naming one of them is about that one.
+
+    Phrasings seen in the wild: OpenAI "Invalid parameter: 'response_format'
+    of type 'json_schema' is not supported with this model" (400); vLLM and
+    other pydantic servers "[{'type': 'extra_forbidden', 'loc': ('body',
+    'response_format'), 'msg': 'Extra inputs are not permitted'}]" or
+    "Input should be 'text' or 'json_object'" (400); llama.cpp server
+    'response_format type must be one of "text" or "json_object", but got:
+    json_schema' (400; 500 in ik_llama.cpp) and "JSON schema conversion
+    failed" (400); Ollama 'invalid format: expected "json" or a JSON schema'
+    (400) and "invalid JSON schema in format" (500); LiteLLM
+    "UnsupportedParamsError: ... does not support parameters:
+    ['response_format']" (400); Volcano Engine Ark "The parameter
+    `response_format.type` specified in the request are not valid: invalid
+    value: `json_schema`, supported values are: `json_object` and `text`"
+    (400); DashScope "<400> InternalError.Algo.InvalidParameter: ... to use
+    'response_format' of type ..." (400); TGI "Failed to deserialize the JSON
+    body into the target type: response_format: missing field `value`" (422;
+    serde says "unknown variant" for a type it lacks).  A server echoing the request in an error names the
+    field too: then the question is asked again without it and fails as
+    before, at the cost of one request.
+    """
+    if not isinstance(exc, APIStatusError) or isinstance(exc, (AuthenticationError, PermissionDeniedError)):
+        return False
+    status = exc.status_code
+    if status not in STRUCTURED_REFUSAL_STATUSES and status != 500:
+        return False
+    text = _error_text(exc)
+    if _CONTEXT_LENGTH.search(text):
+        return False
+    if _STRUCTURED_TERMS.search(text):
+        return True
+    if status == 500 or not _UNSUPPORTED.search(text):
+        return False
+    return not any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in other_params)
 
 
 def connection_refused(exc: BaseException | None) -> bool:
@@ -528,6 +633,10 @@ class ChatClient:
 
     The API key is read from the role's variable here, once: a missing key
     raises :class:`~cirrus.llm.providers.EndpointError` naming the variable.
+
+    ``structured`` is what this client knows of the endpoint and
+    ``response_format``: ``None`` not yet, ``True`` it answered a request
+    carrying one, ``False`` it refused one (then none is sent again).
     """
 
     def __init__(
@@ -549,6 +658,8 @@ class ChatClient:
         )
         self.requests = 0  # HTTP requests sent (retries included)
         self.cache_hits = 0
+        self.structured: bool | None = None
+        self._probe: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
     def model(self) -> str:
@@ -608,6 +719,7 @@ class ChatClient:
         repair: str | None = None,
         cache: bool = True,
         what: str = "answer",
+        response_format: Mapping[str, Any] | None = None,
         **params: Any,
     ) -> tuple[T, ChatResult]:
         """A completion whose text ``parse`` turns into a value, raising
@@ -615,7 +727,13 @@ class ChatClient:
         asked again (``attempts`` in all; with ``repair``, the bad answer and
         ``repair`` as a user message are added so the model can correct
         itself); then :class:`InfrastructureError` -- never a silent verdict.
-        Only readable answers are cached, under the first request's key."""
+        Only readable answers are cached, under the first request's key.
+
+        ``response_format`` (an OpenAI structured-output format) is sent with
+        every attempt as ``RoleConfig.structured_output`` allows, and dropped
+        for good when the endpoint refuses it (see the module docstring).  It
+        is not part of the cache key: ``parse`` must read answers given with
+        and without it."""
         body = self.request_body(messages, **params)
         first = None
         key = None
@@ -638,12 +756,9 @@ class ChatClient:
             if attempt and repair and last is not None:
                 retry_messages = [*messages, {"role": "assistant", "content": last.content},
                                   {"role": "user", "content": repair}]
-                payload = _dumps({**body, "messages": retry_messages})
-            elif first is not None:
-                payload = first.encode("utf-8")
+                last = await self._ask({**body, "messages": retry_messages}, response_format)
             else:
-                payload = _dumps(body)
-            last = await self._send(payload)
+                last = await self._ask(body, response_format, first)
             try:
                 value = parse(last.content)
             except UnparseableOutput as exc:
@@ -658,11 +773,69 @@ class ChatClient:
             f"({problem}); last answer: {shown!r}"
         ))
 
-    async def _send(self, payload: bytes) -> ChatResult:
+    async def _ask(self, body: Mapping[str, Any], response_format: Mapping[str, Any] | None,
+                   text: str | None = None) -> ChatResult:
+        """One request of :meth:`complete_parsed`: ``body`` (already
+        serialized as ``text``, when given), with ``response_format`` added as
+        the role and what this client knows of the endpoint allow."""
+        mode = self.role.structured_output
+        if response_format is not None and mode is not False and self.structured is not False:
+            if mode is None and self.structured is None:
+                # not known yet: one structured request at a time, so that an
+                # endpoint refusing it sees one refused request, not a burst
+                async with self._probe_lock():
+                    if self.structured is None:
+                        return await self._ask_structured(body, response_format, text)
+            if self.structured is not False:
+                return await self._ask_structured(body, response_format, text)
+        return await self._send(text.encode("utf-8") if text is not None else _dumps(body))
+
+    async def _ask_structured(self, body: Mapping[str, Any], response_format: Mapping[str, Any],
+                              text: str | None) -> ChatResult:
+        other = [name for name in body if name not in ("model", "messages")]
+        try:
+            result = await self._send(_dumps({**body, "response_format": response_format}),
+                                      refusal=lambda exc: structured_output_refused(exc, other))
+        except _StructuredRefused as refused:
+            what = _describe_error(refused.error, self.role.timeout, self._redact)
+            section = self._settings_section()
+            if self.role.structured_output:
+                raise InfrastructureError(self._redact(
+                    f"{self.role.describe()} refused structured output (response_format): {what}; "
+                    f"structured_output is true for this role: set `structured_output = false` under "
+                    f"[{section}] in cirrus.toml to ask without it (or leave the key out to fall back "
+                    f"automatically)")) from refused.error
+            self.structured = False
+            warnings.warn(self._redact(
+                f"{self.role.describe()} does not take structured output (response_format): {what}; "
+                f"asked again without it, and this client will not send it again (set "
+                f"`structured_output = false` under [{section}] in cirrus.toml to skip the try)"),
+                RuntimeWarning, stacklevel=2)
+            return await self._send(text.encode("utf-8") if text is not None else _dumps(body))
+        self.structured = True
+        return result
+
+    def _probe_lock(self) -> asyncio.Lock:
+        """The lock of the first structured requests, one per event loop."""
+        loop = asyncio.get_running_loop()
+        if self._probe is None or self._probe[0] is not loop:
+            self._probe = (loop, asyncio.Lock())
+        return self._probe[1]
+
+    def _settings_section(self) -> str:
+        """The cirrus.toml table of this role (a panel member's is the judge's)."""
+        name = (self.role.name or "judge").split("[", 1)[0]
+        return f"roles.{name if name in ('agent', 'judge', 'fluency') else 'judge'}"
+
+    async def _send(self, payload: bytes, *, refusal: Callable[[BaseException], bool] | None = None) -> ChatResult:
+        """Send ``payload`` with retries.  ``refusal`` (requests carrying
+        ``response_format``) picks the errors that refuse that field: they
+        are not retried and raise :class:`_StructuredRefused`."""
         started = time.perf_counter()
         attempts = 0
+        retryable = _retryable if refusal is None else (lambda exc: _retryable(exc) and not refusal(exc))
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(retryable),
             stop=stop_after_attempt(self.role.max_retries + 1) | _stop_refused,
             wait=self._wait,
             reraise=True,
@@ -677,14 +850,21 @@ class ChatClient:
                     return ChatResult.from_completion(completion, time.perf_counter() - started, attempts)
         except (AuthenticationError, PermissionDeniedError) as exc:
             raise self._auth_error(exc) from None
-        except (APIStatusError, APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
-            retried = f" after {attempts} attempts" if attempts > 1 else ""
-            if connection_refused(exc):
-                what = f"nothing listens at {shown_url(self.role.endpoint.base_url)} (connection refused)"
-            else:
-                what = _describe_error(exc, self.role.timeout, self._redact)
-            raise InfrastructureError(self._redact(f"{self.role.describe()} failed{retried}: {what}")) from exc
+        except APIStatusError as exc:
+            if refusal is not None and refusal(exc):
+                raise _StructuredRefused(exc) from exc
+            raise self._infrastructure_error(exc, attempts) from exc
+        except (APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
+            raise self._infrastructure_error(exc, attempts) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _infrastructure_error(self, exc: BaseException, attempts: int) -> InfrastructureError:
+        retried = f" after {attempts} attempts" if attempts > 1 else ""
+        if connection_refused(exc):
+            what = f"nothing listens at {shown_url(self.role.endpoint.base_url)} (connection refused)"
+        else:
+            what = _describe_error(exc, self.role.timeout, self._redact)
+        return InfrastructureError(self._redact(f"{self.role.describe()} failed{retried}: {what}"))
 
     def _redact(self, text: str) -> str:
         """``text`` without the API key: some endpoints and gateways echo the
