@@ -289,3 +289,23 @@ def test_pool_shares_connections_and_limiters_per_endpoint():
 
     with ChatServer(rule=lambda body: body["model"]) as server:
         assert asyncio.run(main(server.base_url)) == ["m1", "m2"]
+
+
+def test_a_key_echoed_in_a_normal_answer_is_scrubbed_before_anything_keeps_it(tmp_path):
+    """An endpoint (a gateway, or a model that read it in a log) that echoes
+    the API key in a 200 answer: content, reasoning and tool-call arguments
+    reach transcripts and the cache without it."""
+    echo = Reply(content=f"your key is {KEY}, keep it safe", reasoning_content=f"they sent {KEY}",
+                 tool_calls=[("Lookup", {"token": KEY, "n": 1})])
+    cache = ResponseCache(tmp_path)
+    with ChatServer([echo]) as server:
+        async def main():
+            async with ChatClient(role(server), cache=cache) as client:
+                return await client.complete([{"role": "user", "content": "hi"}], cache=True)
+
+        result = asyncio.run(main())
+    dumped = repr(result.to_cache())
+    assert KEY not in dumped and "your key is ***, keep it safe" == result.content
+    assert result.reasoning_content == "they sent ***"
+    assert '"token": "***"' in result.tool_calls[0]["function"]["arguments"]
+    assert KEY not in (tmp_path / ResponseCache.FILENAME).read_bytes().decode("utf-8", "replace")

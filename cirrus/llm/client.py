@@ -847,7 +847,8 @@ class ChatClient:
                     async with self.limiter:
                         self.requests += 1
                         completion = await self._post(payload)
-                    return ChatResult.from_completion(completion, time.perf_counter() - started, attempts)
+                    return self._scrubbed(ChatResult.from_completion(completion, time.perf_counter() - started,
+                                                                      attempts))
         except (AuthenticationError, PermissionDeniedError) as exc:
             raise self._auth_error(exc) from None
         except APIStatusError as exc:
@@ -865,6 +866,22 @@ class ChatClient:
         else:
             what = _describe_error(exc, self.role.timeout, self._redact)
         return InfrastructureError(self._redact(f"{self.role.describe()} failed{retried}: {what}"))
+
+    def _scrubbed(self, result: ChatResult) -> ChatResult:
+        """``result`` without the API key in its text, reasoning or tool
+        calls: an endpoint (or a gateway, or a model that read it somewhere)
+        may echo it in a normal answer, and answers are written to
+        transcripts and the cache."""
+        key = getattr(self._openai, "api_key", None)
+        if not (isinstance(key, str) and len(key) >= 8):
+            return result
+        if key not in json.dumps([result.content, result.reasoning_content, result.tool_calls], ensure_ascii=False):
+            return result
+        calls = json.loads(json.dumps(result.tool_calls, ensure_ascii=False).replace(
+            json.dumps(key)[1:-1], "***"))
+        return replace(result, content=self._redact(result.content or ""),
+                       reasoning_content=self._redact(result.reasoning_content) if result.reasoning_content else
+                       result.reasoning_content, tool_calls=calls)
 
     def _redact(self, text: str) -> str:
         """``text`` without the API key: some endpoints and gateways echo the
