@@ -1,9 +1,10 @@
-"""Judge calibration: ``cirrus judge-eval LABELS.jsonl``.
+"""Judge calibration: ``cirrus judge-eval LABELS.jsonl [--role fluency]``.
 
 Measures a coverage judge against human labels the way the paper does (91.49%
-agreement on 141 expert labels), so users can measure their own judge.
+agreement on 141 expert labels), so users can measure their own judge; with
+``--role fluency`` it measures the fluency checker the same way.
 
-Input: a JSONL file, one labelled case a line::
+Input (coverage, the default): a JSONL file, one labelled case a line::
 
     {"history": [OpenAI chat messages] or "",   # the dialogue before the query (optional)
      "query": "...",                            # the customer's last message
@@ -30,6 +31,19 @@ Included, F1 when neither labels nor verdicts hold an Included, kappa when
 the expected agreement is 1 (labels and verdicts all of one and the same
 class: agreement by chance explains everything, so kappa is 0/0).
 
+Input with ``--role fluency``: one labelled case a line::
+
+    {"history": [OpenAI chat messages],          # the conversation as it stands, the agent's
+                                                 # replies in it (non-empty, one assistant message at least)
+     "next_query": "...",                        # the real customer's next message (non-empty)
+     "label": "Yes" | "No",                      # does it still follow? ("true"/"false", JSON booleans too)
+     "id": "..."}                                # optional; other keys are ignored
+
+The checker is asked ``follows(history, next_query)`` exactly as the walk asks
+it after an accepted turn.  "Yes" (the message follows) is the positive
+class.  A row of one role's file given to the other role is reported with
+the role it looks like (:func:`row_role`).
+
 A row whose judge call fails for infrastructure reasons (API errors after
 retries, an unreadable verdict after repair attempts) is reported as an error
 and left out of the metrics, as in ``cirrus eval``.
@@ -38,13 +52,15 @@ and left out of the metrics, as in ``cirrus eval``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Optional, TypeVar
 
 import typer
 from rich.markup import escape
@@ -53,14 +69,17 @@ from rich.table import Table
 from cirrus.console import cli_console
 
 if TYPE_CHECKING:
-    from cirrus.evaluate.types import CoverageJudge
+    from cirrus.evaluate.types import CoverageJudge, FluencyChecker, Verdict
 
 console = cli_console(stderr=True)
 out = cli_console()
 
 INCLUDED = "Included"
 NOT_INCLUDED = "Not Included"
+YES = "Yes"
+NO = "No"
 _LABELS = {"included": True, "notincluded": False}
+_FLUENCY_LABELS = {"yes": True, "no": False, "true": True, "false": False}
 _ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 _MAX_SHOWN_ERRORS = 20
 
@@ -69,12 +88,41 @@ _MAX_SHOWN_ERRORS = 20
 # the labelled file
 
 
+class CalibratedRole(str, Enum):
+    """What ``judge-eval`` measures (``--role``)."""
+
+    coverage = "coverage"
+    fluency = "fluency"
+
+
+@dataclass(frozen=True, slots=True)
+class RoleSpec:
+    """How one measured role is named in tables and records."""
+
+    role: CalibratedRole
+    measured: str  # "judge" / "checker": the column title of its verdicts
+    positive: str  # the positive class
+    negative: str
+    fields: str  # the row's own fields, for error hints
+
+    def class_name(self, value: bool | None) -> str | None:
+        return None if value is None else self.positive if value else self.negative
+
+
+COVERAGE_SPEC = RoleSpec(CalibratedRole.coverage, "judge", INCLUDED, NOT_INCLUDED,
+                         "query, reference, candidate, Included/Not Included labels")
+FLUENCY_SPEC = RoleSpec(CalibratedRole.fluency, "checker", YES, NO, "history, next_query, Yes/No labels")
+SPECS = {spec.role: spec for spec in (COVERAGE_SPEC, FLUENCY_SPEC)}
+
+
 class LabelFileError(ValueError):
     """The labelled file cannot be used; the message names file, line and reason."""
 
 
 @dataclass(frozen=True, slots=True)
 class LabelledCase:
+    """A coverage-judge case."""
+
     line: int  # 1-based line of the file
     id: str
     history: list[dict[str, Any]]
@@ -82,6 +130,23 @@ class LabelledCase:
     reference: str
     candidate: str
     label: bool  # True: Included
+    spec: ClassVar[RoleSpec] = COVERAGE_SPEC
+
+
+@dataclass(frozen=True, slots=True)
+class FluencyCase:
+    """A fluency-checker case: does ``next_query`` still follow ``history``?"""
+
+    line: int  # 1-based line of the file
+    id: str
+    history: list[dict[str, Any]]
+    next_query: str
+    label: bool  # True: Yes, the next message follows
+    spec: ClassVar[RoleSpec] = FLUENCY_SPEC
+
+
+Case = LabelledCase | FluencyCase
+_C = TypeVar("_C", LabelledCase, FluencyCase)
 
 
 def parse_label(value: Any) -> bool | None:
@@ -89,6 +154,33 @@ def parse_label(value: Any) -> bool | None:
     if not isinstance(value, str):
         return None
     return _LABELS.get(re.sub(r"[\s_-]+", "", value.lower()))
+
+
+def parse_fluency_label(value: Any) -> bool | None:
+    """``True`` for Yes (the next message follows), ``False`` for No, ``None``
+    otherwise; "true"/"false" and JSON booleans are read too."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        return None
+    return _FLUENCY_LABELS.get(value.strip().lower())
+
+
+_COVERAGE_FIELDS = ("query", "reference", "candidate")
+_FLUENCY_FIELDS = ("next_query",)
+
+
+def row_role(row: Any) -> CalibratedRole | None:
+    """The role whose label row ``row`` looks like by its fields, or None
+    when it has the fields of neither or of both (the row checks say then
+    what is wrong)."""
+    if not isinstance(row, dict):
+        return None
+    coverage = any(key in row for key in _COVERAGE_FIELDS)
+    fluency = any(key in row for key in _FLUENCY_FIELDS)
+    if coverage == fluency:
+        return None
+    return CalibratedRole.coverage if coverage else CalibratedRole.fluency
 
 
 def _check_history(value: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
@@ -109,7 +201,7 @@ def _check_history(value: Any) -> tuple[list[dict[str, Any]] | None, str | None]
 
 
 def _check_row(row: Any) -> str | LabelledCase:
-    """A reason string, or the case (line and id filled in by the caller)."""
+    """A coverage row's problem, or the case (line and id filled in by the caller)."""
     if not isinstance(row, dict):
         return f"a row must be a JSON object, not {type(row).__name__}"
     missing = [key for key in ("query", "reference", "candidate", "label") if key not in row]
@@ -131,24 +223,70 @@ def _check_row(row: Any) -> str | LabelledCase:
     return LabelledCase(0, "", history or [], row["query"], row["reference"], row["candidate"], label)
 
 
-def load_labels(path: Path, limit: int | None = None) -> list[LabelledCase]:
-    """Read and check every row; raise :class:`LabelFileError` listing every
-    problem (``path:line: reason``), or when the file holds no row."""
+def _check_fluency_row(row: Any) -> str | FluencyCase:
+    """A fluency row's problem, or the case (line and id filled in by the caller)."""
+    if not isinstance(row, dict):
+        return f"a row must be a JSON object, not {type(row).__name__}"
+    missing = [key for key in ("history", "next_query", "label") if key not in row]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if not isinstance(row["next_query"], str):
+        return f"next_query must be a string, not {type(row['next_query']).__name__}"
+    if not row["next_query"].strip():
+        return "next_query is empty (give the customer's real next message)"
+    label = parse_fluency_label(row["label"])
+    if label is None:
+        hint = "; Included/Not Included are coverage labels (--role coverage)" \
+            if parse_label(row["label"]) is not None else ""
+        return f"label must be {YES!r} or {NO!r}, not {row['label']!r}{hint}"
+    if not isinstance(row["history"], list):
+        return f"history must be a list of chat messages, not {type(row['history']).__name__}"
+    if not row["history"]:
+        return "history is empty: give the conversation as it stands, the agent's replies in it"
+    history, problem = _check_history(row["history"])
+    if problem:
+        return problem
+    history = history or []
+    if not any(m.get("role") == "assistant" and m.get("content") for m in history):
+        return "history holds no assistant message with content: the checker judges the agent's replies"
+    if "id" in row and not isinstance(row["id"], (str, int)):
+        return "id must be a string or a number"
+    return FluencyCase(0, "", history, row["next_query"], label)
+
+
+def _wrong_role(seen: CalibratedRole, wanted: CalibratedRole) -> str:
+    flag = "--role coverage (the default)" if seen is CalibratedRole.coverage else f"--role {seen.value}"
+    return (f"this is a {seen.value} label row ({SPECS[seen].fields}), not a {wanted.value} one: "
+            f"run with {flag}, or give {SPECS[wanted].fields}")
+
+
+def _load(path: Path, spec: RoleSpec, check: Callable[[Any], str | _C], limit: int | None) -> list[_C]:
+    """Read and check every row of ``path`` with ``check``; raise
+    :class:`LabelFileError` listing every problem (``path:line: reason``), or
+    when the file holds no row."""
     if not path.is_file():
         raise LabelFileError(f"{path} does not exist or is not a file")
-    cases: list[LabelledCase] = []
+    cases: list[_C] = []
     problems: list[str] = []
     ids: dict[str, int] = {}
+    rows = 0
+    other_role: dict[CalibratedRole, int] = {}
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
+            rows += 1
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 problems.append(f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
-            checked = _check_row(row)
+            seen = row_role(row)
+            if seen is not None and seen is not spec.role:
+                problems.append(f"{path}:{number}: {_wrong_role(seen, spec.role)}")
+                other_role[seen] = other_role.get(seen, 0) + 1
+                continue
+            checked = check(row)
             if isinstance(checked, str):
                 problems.append(f"{path}:{number}: {checked}")
                 continue
@@ -157,15 +295,29 @@ def load_labels(path: Path, limit: int | None = None) -> list[LabelledCase]:
                 problems.append(f"{path}:{number}: duplicate id {case_id!r} (first at line {ids[case_id]})")
                 continue
             ids[case_id] = number
-            cases.append(LabelledCase(number, case_id, checked.history, checked.query, checked.reference,
-                                      checked.candidate, checked.label))
+            cases.append(dataclasses.replace(checked, line=number, id=case_id))
     if problems:
         shown = problems[:_MAX_SHOWN_ERRORS]
         more = len(problems) - len(shown)
-        raise LabelFileError("\n".join(shown) + (f"\n... and {more} more problems" if more else ""))
+        message = "\n".join(shown) + (f"\n... and {more} more problems" if more else "")
+        for seen, count in other_role.items():
+            if count == rows:  # the whole file is of the other role: say so once, last
+                message += (f"\n{path} looks like a {seen.value} label file: run "
+                            f"cirrus judge-eval --role {seen.value} {path}")
+        raise LabelFileError(message)
     if not cases:
         raise LabelFileError(f"{path} holds no labelled row")
     return cases[:limit] if limit is not None else cases
+
+
+def load_labels(path: Path, limit: int | None = None) -> list[LabelledCase]:
+    """The coverage-judge cases of ``path``, every row checked (:func:`_load`)."""
+    return _load(path, COVERAGE_SPEC, _check_row, limit)
+
+
+def load_fluency_labels(path: Path, limit: int | None = None) -> list[FluencyCase]:
+    """The fluency-checker cases of ``path``, every row checked (:func:`_load`)."""
+    return _load(path, FLUENCY_SPEC, _check_fluency_row, limit)
 
 
 def judge_history(case: LabelledCase) -> list[dict[str, Any]]:
@@ -184,7 +336,7 @@ def judge_history(case: LabelledCase) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class Confusion:
-    """2x2 confusion matrix; "Included" is the positive class."""
+    """2x2 confusion matrix; "Included" (coverage) or "Yes" (fluency) is the positive class."""
 
     tp: int  # label Included, judge Included
     fp: int  # label Not Included, judge Included
@@ -229,16 +381,22 @@ def f1(c: Confusion) -> float | None:
 
 
 def cohen_kappa(c: Confusion) -> float | None:
-    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, computed on integers:
-    ``(n (TP + TN) - S) / (n^2 - S)`` with ``S = (TP+FP)(TP+FN) +
-    (FN+TN)(FP+TN)``.  None when ``p_e = 1`` (labels and verdicts all one
-    and the same class) or ``n = 0``."""
-    n = c.n
-    chance = (c.tp + c.fp) * (c.tp + c.fn) + (c.fn + c.tn) * (c.fp + c.tn)
-    denominator = n * n - chance
-    if n == 0 or denominator == 0:
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)`` by scikit-learn's
+    ``cohen_kappa_score``.  None when ``n = 0`` or ``p_e = 1`` (labels and
+    verdicts all one and the same class), never NaN."""
+    if c.n == 0:
         return None
-    return (n * (c.tp + c.tn) - chance) / denominator
+    import warnings
+
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score  # imported here: importing sklearn takes a second or more
+
+    # the four cells as four weighted (label, verdict) pairs: the same as n expanded pairs
+    labels, verdicts, weights = [1, 0, 1, 0], [1, 1, 0, 0], [c.tp, c.fp, c.fn, c.tn]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)  # p_e = 1: we answer None
+        kappa = float(cohen_kappa_score(labels, verdicts, labels=[0, 1], sample_weight=weights))
+    return None if math.isnan(kappa) else kappa
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float] | None:
@@ -287,7 +445,7 @@ def judge_metrics(labels: Sequence[bool], predictions: Sequence[bool]) -> JudgeM
 
 @dataclass(frozen=True, slots=True)
 class CaseResult:
-    case: LabelledCase
+    case: Case
     predicted: bool | None  # None: the judge call failed (see error)
     raw: str | None = None
     error: str | None = None
@@ -297,26 +455,23 @@ class CaseResult:
         return None if self.predicted is None else self.predicted == self.case.label
 
     def record(self) -> dict[str, Any]:
-        def name(value: bool | None) -> str | None:
-            return None if value is None else INCLUDED if value else NOT_INCLUDED
-
+        name = self.case.spec.class_name
         return {"line": self.case.line, "id": self.case.id, "label": name(self.case.label),
                 "predicted": name(self.predicted), "correct": self.correct, "raw": self.raw, "error": self.error}
 
 
-async def run_judge(judge: CoverageJudge, cases: Sequence[LabelledCase], concurrency: int = 8,
-                    progress: Any = None) -> list[CaseResult]:
-    """Ask ``judge`` about every case, at most ``concurrency`` at once; the
-    results are in the order of ``cases``.  ``progress`` is called with no
-    argument after each case."""
+async def _run_cases(ask: Callable[[_C], Awaitable[Verdict]], cases: Sequence[_C], concurrency: int,
+                     progress: Any) -> list[CaseResult]:
+    """``ask`` about every case, at most ``concurrency`` at once, in the order
+    of ``cases``; an :class:`InfrastructureError` makes an error row."""
     from cirrus.evaluate.types import InfrastructureError
 
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(case: LabelledCase) -> CaseResult:
+    async def one(case: _C) -> CaseResult:
         async with semaphore:
             try:
-                verdict = await judge.covers(judge_history(case), case.query, case.reference, case.candidate)
+                verdict = await ask(case)
                 result = CaseResult(case, bool(verdict.ok), verdict.raw)
             except InfrastructureError as exc:
                 result = CaseResult(case, None, None, f"{type(exc).__name__}: {exc}")
@@ -325,6 +480,23 @@ async def run_judge(judge: CoverageJudge, cases: Sequence[LabelledCase], concurr
         return result
 
     return list(await asyncio.gather(*(one(case) for case in cases)))
+
+
+async def run_judge(judge: CoverageJudge, cases: Sequence[LabelledCase], concurrency: int = 8,
+                    progress: Any = None) -> list[CaseResult]:
+    """Ask ``judge`` about every case, at most ``concurrency`` at once; the
+    results are in the order of ``cases``.  ``progress`` is called with no
+    argument after each case."""
+    return await _run_cases(lambda case: judge.covers(judge_history(case), case.query, case.reference,
+                                                      case.candidate), cases, concurrency, progress)
+
+
+async def run_fluency(checker: FluencyChecker, cases: Sequence[FluencyCase], concurrency: int = 8,
+                      progress: Any = None) -> list[CaseResult]:
+    """Ask ``checker`` whether each case's next message follows its history,
+    as :func:`run_judge` asks a judge."""
+    return await _run_cases(lambda case: checker.follows(list(case.history), case.next_query), cases,
+                            concurrency, progress)
 
 
 def metrics_of(results: Sequence[CaseResult]) -> JudgeMetrics:
@@ -345,12 +517,13 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0) -> None:
+def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0, spec: RoleSpec = COVERAGE_SPEC) -> None:
     c = metrics.confusion
+    yes, no, measured = spec.positive, spec.negative, spec.measured
     table = Table(title=title, show_header=False)
     table.add_row("rows scored", str(c.n))
     table.add_row("rows failed (infrastructure)", str(errors))
-    table.add_row("labelled Included", f"{c.tp + c.fn} of {c.n}")
+    table.add_row(f"labelled {yes}", f"{c.tp + c.fn} of {c.n}")
     ci = metrics.accuracy_ci95
     accuracy_text = _fmt(metrics.accuracy)
     if metrics.accuracy is not None:
@@ -358,28 +531,29 @@ def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0) -> None:
     if ci is not None:
         accuracy_text += f", 95% CI {ci[0]:.4f}-{ci[1]:.4f}"
     table.add_row("accuracy", accuracy_text)
-    table.add_row("precision (Included)", _fmt(metrics.precision))
-    table.add_row("recall (Included)", _fmt(metrics.recall))
-    table.add_row("F1 (Included)", _fmt(metrics.f1))
+    table.add_row(f"precision ({yes})", _fmt(metrics.precision))
+    table.add_row(f"recall ({yes})", _fmt(metrics.recall))
+    table.add_row(f"F1 ({yes})", _fmt(metrics.f1))
     kappa = _fmt(metrics.kappa)
     if metrics.kappa is None and c.n:
         kappa += " (undefined: labels and verdicts are all one class)"
     table.add_row("Cohen's kappa", kappa)
     out.print(table)
-    matrix = Table(title="confusion matrix (rows: human label, columns: judge)")
+    matrix = Table(title=f"confusion matrix (rows: human label, columns: {measured})")
     matrix.add_column("")
-    matrix.add_column(f"judge {INCLUDED}", justify="right")
-    matrix.add_column(f"judge {NOT_INCLUDED}", justify="right")
-    matrix.add_row(f"label {INCLUDED}", str(c.tp), str(c.fn))
-    matrix.add_row(f"label {NOT_INCLUDED}", str(c.fp), str(c.tn))
+    matrix.add_column(f"{measured} {yes}", justify="right")
+    matrix.add_column(f"{measured} {no}", justify="right")
+    matrix.add_row(f"label {yes}", str(c.tp), str(c.fn))
+    matrix.add_row(f"label {no}", str(c.fp), str(c.tn))
     out.print(matrix)
 
 
 def judge_eval(
-    labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label.")],
-    judge_model: Annotated[Optional[str], typer.Option(help="Judge to measure: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge, else local).")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: provider registry).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key.")] = None,
+    labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label (with --role fluency: history, next_query, label Yes/No).")],
+    role: Annotated[CalibratedRole, typer.Option(help="What to measure: the coverage judge (labels Included/Not Included) or the fluency checker (labels Yes/No: does the customer's next message still follow?).")] = CalibratedRole.coverage,
+    judge_model: Annotated[Optional[str], typer.Option(help="The model being measured, the judge or with --role fluency the fluency checker: a model name, or 'local' for the offline heuristic (default: cirrus.toml's \\[roles.judge], or \\[roles.fluency] with --role fluency, else local).")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the model being measured (default: provider registry).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the API key of the model being measured.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight at once.")] = 8,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write one JSON line per row (label, verdict, raw answer) here.")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N rows.")] = None,
@@ -387,29 +561,44 @@ def judge_eval(
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Measure a coverage judge against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
+    """Measure a coverage judge (or, with --role fluency, the fluency checker) against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
     from tqdm import tqdm
 
     from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
     from cirrus.llm.providers import EndpointError
     from cirrus.settings import SettingsError, load_settings
 
+    fluency = role is CalibratedRole.fluency
+    spec = SPECS[role]
+    coverage_cases: list[LabelledCase] = []
+    fluency_cases: list[FluencyCase] = []
     try:
-        cases = load_labels(labels, limit)
-        configured = load_settings(workspace, config).role("judge")
+        if fluency:
+            fluency_cases = load_fluency_labels(labels, limit)
+        else:
+            coverage_cases = load_labels(labels, limit)
+        configured = load_settings(workspace, config).role("fluency" if fluency else "judge")
     except (LabelFileError, SettingsError) as exc:
         _fail(str(exc))
         return
     options = RoleOptions(judge_model or configured.model or LOCAL, judge_base_url or configured.base_url,
                           judge_api_key_env or configured.api_key_env, configured.params())
+    cases: Sequence[Case] = fluency_cases or coverage_cases
 
     async def main() -> tuple[str, list[CaseResult]]:
         # build_roles wants an agent: an offline baseline that is never called
-        roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
+        if fluency:
+            roles = build_roles(RoleOptions("baseline:oracle"), RoleOptions(LOCAL), options, [], workspace)
+        else:
+            roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
         try:
             bar = tqdm(total=len(cases), desc="judge-eval", unit="row", disable=quiet, dynamic_ncols=True)
             try:
-                return roles.judge.name, await run_judge(roles.judge, cases, concurrency, lambda: bar.update(1))
+                if fluency:
+                    return roles.fluency.name, await run_fluency(roles.fluency, fluency_cases, concurrency,
+                                                                 lambda: bar.update(1))
+                return roles.judge.name, await run_judge(roles.judge, coverage_cases, concurrency,
+                                                         lambda: bar.update(1))
             finally:
                 bar.close()
         finally:
@@ -427,11 +616,13 @@ def judge_eval(
                 handle.write(json.dumps(result.record(), ensure_ascii=False) + "\n")
     errors = [r for r in results if r.error]
     metrics = metrics_of(results)
-    print_metrics(metrics, f"cirrus judge-eval: {judge_name} on {labels.name} ({len(cases)} rows)", len(errors))
+    what = "judge-eval --role fluency" if fluency else "judge-eval"
+    print_metrics(metrics, f"cirrus {what}: {judge_name} on {labels.name} ({len(cases)} rows)", len(errors), spec)
     for result in errors[:10]:
         console.print(f"[yellow]failed[/] {escape(f'{labels}:{result.case.line} ({result.case.id}): {result.error}')}",
                       highlight=False)
     if judge_name.startswith("local"):
-        console.print("[yellow]note:[/] the local judge is an offline heuristic, not a model judgement")
+        measured = "fluency checker" if fluency else "judge"
+        console.print(f"[yellow]note:[/] the local {measured} is an offline heuristic, not a model judgement")
     if metrics.n == 0:
-        _fail("no row could be judged (every judge call failed)", code=1)
+        _fail(f"no row could be judged (every {'checker' if fluency else 'judge'} call failed)", code=1)
