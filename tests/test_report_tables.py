@@ -402,7 +402,8 @@ def test_cli_wrapper(hand_ws):
     runner = CliRunner()
     result = runner.invoke(app, ["report", "a", "b", "-w", str(hand_ws), "--bootstrap", "50"])
     assert result.exit_code == 0, result.output
-    assert "model-a" in result.output and "sr_pass1" in result.output and "wrote 10 files" in result.output
+    # 8 tables (noise.parquet among them), report.html, report.json
+    assert "model-a" in result.output and "sr_pass1" in result.output and "wrote 11 files" in result.output
     result = runner.invoke(app, ["report", "nope", "-w", str(hand_ws)])
     assert result.exit_code == 2 and "no run 'nope'" in result.output
     result = runner.invoke(app, ["report", "a", "-w", str(hand_ws), "--k", "0"])

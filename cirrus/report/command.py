@@ -10,13 +10,20 @@ Files written to the output folder:
 * ``intervals.parquet``: bootstrap confidence intervals (unless
   ``--bootstrap 0``);
 * ``paired.parquet``: paired bootstrap differences of every two runs (when
-  two or more runs are given, unless ``--bootstrap 0``);
+  two or more runs are given, unless ``--bootstrap 0``), with the minimal
+  detectable difference of SR pass@1 and ATPR and whether the gap is within
+  the noise;
+* ``noise.parquet``: one row per run: how often tasks flip between its
+  attempts, and the judge's own noise where ``cirrus judge-consistency``
+  measured it (``reports/<run_id>/judge_consistency.json``; see
+  ``docs/noise.md``);
 * ``report.html``: one self-contained page for people: leaderboard, charts
   with confidence intervals, every attempt's transcript;
 * ``report.json``: what was reported, with which settings, and warnings
   (also printed, and shown at the top of ``report.html``): among them, runs
   that are not comparable (:func:`comparability_warnings`) and self-judged
-  runs.
+  runs; and ``noise``: the rows of ``noise.parquet`` and, per pair of runs,
+  the SR pass@1 and ATPR differences with their MDD (:func:`noise_summary`).
 
 Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
 ``<workspace>/reports/_compare/<run_1>+<run_2>+.../`` for several (in the
@@ -159,17 +166,18 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
 
     Returns ``{"out_dir": Path, "files": {file name: Path}, "leaderboard":
     DataFrame, "intervals": DataFrame | None, "paired": DataFrame | None,
-    "warnings": [str]}``.  Raises :class:`ReportError` for an unknown or
-    unfinished run, a broken file or a bad price table, ``ValueError`` for
-    bad arguments.
+    "noise": DataFrame, "warnings": [str]}``.  Raises :class:`ReportError`
+    for an unknown or unfinished run, a broken file or a bad price table,
+    ``ValueError`` for bad arguments; a broken ``judge_consistency.json`` is
+    a warning only.
     """
     import polars as pl
 
     from cirrus.files import atomic_writer
-    from cirrus.report.loading import load_prices, load_runs
+    from cirrus.report.loading import load_judge_consistency, load_prices, load_runs
     from cirrus.report.schema import FILES, SCHEMA_VERSION
     from cirrus.report.tables import DIMENSIONS, breakdown_by, leaderboard, summary_mismatches
-    from cirrus.report.uncertainty import intervals, paired
+    from cirrus.report.uncertainty import intervals, noise, paired
 
     if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 0:
         raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
@@ -195,6 +203,12 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
             for row in paired_table.filter(pl.col("metric") == "sr_pass1").iter_rows(named=True):
                 if row["n_tasks"] == 0:
                     warnings.append(f"runs {row['run_a']!r} and {row['run_b']!r} have no scored task in common")
+    judge_noise = {}
+    for run in runs:
+        judge_noise[run.run_id], problems = load_judge_consistency(run)
+        warnings += problems
+    noise_table = noise(runs, judge_noise)
+    tables["noise.parquet"] = noise_table
 
     out_dir = out if out is not None else default_out_dir(workspace, list(run_ids))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -217,14 +231,55 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
                   "judge": run.summary.get("judge"), "fluency": run.summary.get("fluency"),
                   "self_judged": run.self_judged} for run in runs],
         "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
-        "files": sorted(files), "warnings": warnings,
+        "files": sorted(files), "warnings": warnings, "noise": noise_summary(noise_table, paired_table),
     }
     with atomic_writer(out_dir / REPORT_FILE) as handle:
         json.dump(manifest, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
     files[REPORT_FILE] = out_dir / REPORT_FILE
     return {"out_dir": out_dir, "files": files, "leaderboard": tables["leaderboard.parquet"],
-            "intervals": interval_table, "paired": paired_table, "warnings": warnings}
+            "intervals": interval_table, "paired": paired_table, "noise": noise_table, "warnings": warnings}
+
+
+def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) -> dict[str, Any]:
+    """``noise`` of ``report.json``: ``runs``, the rows of ``noise.parquet``
+    (without ``schema_version``), and ``pairs``: per pair of runs and metric
+    of :data:`~cirrus.report.uncertainty.MDD_METRICS`, the ``difference``
+    (run_b - run_a on the common tasks), its ``mdd`` and ``within_noise``
+    (empty without a paired table: one run, or ``--bootstrap 0``)."""
+    import polars as pl
+
+    from cirrus.report.uncertainty import MDD_METRICS
+
+    runs = noise_table.drop("schema_version").to_dicts()
+    pairs = []
+    if paired_table is not None:
+        for row in paired_table.filter(pl.col("metric").is_in(list(MDD_METRICS))).iter_rows(named=True):
+            pairs.append({"run_a": row["run_a"], "run_b": row["run_b"], "metric": row["metric"],
+                          "n_tasks": row["n_tasks"], "estimate_a": row["estimate_a"], "estimate_b": row["estimate_b"],
+                          "difference": row["diff"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                          "mdd": row["mdd"], "within_noise": row["within_noise"]})
+    return {"runs": runs, "pairs": pairs}
+
+
+def noise_lines(paired_table: pl.DataFrame | None, metric: str = "sr_pass1") -> list[str]:
+    """One line per pair of runs whose ``metric`` difference is within the
+    noise, e.g. ``SR pass@1: a 0.620 vs b 0.580: within the noise (difference
+    0.040 < MDD 0.110 at 30 tasks)``."""
+    import polars as pl
+
+    from cirrus.report.html import METRIC_TITLES
+    from cirrus.report.uncertainty import noise_reason
+
+    if paired_table is None:
+        return []
+    lines = []
+    for row in paired_table.filter((pl.col("metric") == metric) & pl.col("within_noise")).iter_rows(named=True):
+        reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
+                              row["confidence"])
+        lines.append(f"{METRIC_TITLES.get(metric, metric)}: {row['run_a']} {_fmt(row['estimate_a'])} vs "
+                     f"{row['run_b']} {_fmt(row['estimate_b'])}: within the noise ({reason})")
+    return lines
 
 
 # --------------------------------------------------------------------------
@@ -294,12 +349,14 @@ def _print_report(result: dict[str, Any]) -> None:
     pairs = result["paired"]
     if pairs is not None and not pairs.is_empty():
         diff_table = Table(title="paired bootstrap: run_b - run_a on common tasks")
-        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p"):
+        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p", "MDD"):
             diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
                                   overflow="fold")
         for row in pairs.filter(pl.col("metric").is_in(["sr_pass1", "atpr"])).iter_rows(named=True):
             interval = "-" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
             diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), _fmt(row["diff"]),
-                               interval, _fmt(row["p_value"], 4))
+                               interval, _fmt(row["p_value"], 4), _fmt(row["mdd"]))
         stdout.print(diff_table)
+    for line in noise_lines(pairs):
+        stdout.print(line, highlight=False, markup=False, soft_wrap=True)  # one greppable line
     stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")

@@ -13,6 +13,10 @@ frames it writes as Parquet) with the Jinja2 template
 * SR pass@1 against AMTL (quality against latency), one point per run;
 * TPR by checkpoint depth: per run, the share of ok attempts (of tasks with
   at least k checkpoints) whose walk covered checkpoint k;
+* noise: per run, how often tasks flip between attempts (and the judge's
+  own flip rate where measured), per pair of runs the minimal detectable
+  difference of SR pass@1 and ATPR; leaderboard cells whose gap to the best
+  run is within that noise are marked ``≈`` (see ``docs/noise.md``);
 * a task table linking every attempt to its transcript, and the transcripts
   themselves (customer, agent under test, tool calls with their replayed
   results, reference reply, judge verdicts with the judge's raw output) as
@@ -487,10 +491,12 @@ def _attempt_views(runs: Sequence[Run], anchors: _Anchors, context: Mapping[str,
 
 
 def _leaderboard_rows(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
-                      self_judged: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
-    def with_ci(run_id: str, metric: str, value: Any) -> dict[str, str]:
+                      self_judged: Mapping[str, bool] | None = None,
+                      marks: Mapping[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+    def with_ci(run_id: str, metric: str, value: Any) -> dict[str, str | None]:
         low, high = cis.get((run_id, "overall", "all", metric), (None, None))
-        return {"value": _fmt(value), "ci": f"[{low:.2f}, {high:.2f}]" if low is not None else ""}
+        return {"value": _fmt(value), "ci": f"[{low:.2f}, {high:.2f}]" if low is not None else "",
+                "noise": (marks or {}).get((run_id, metric))}
 
     rows = []
     for row in board.iter_rows(named=True):
@@ -506,11 +512,79 @@ def _leaderboard_rows(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str
             "alj": with_ci(run, "alj", row.get("alj")),
             "anei": with_ci(run, "anei", row.get("anei")),
             "amtl": {"value": _fmt(row.get("amtl"), 1), "ci": (lambda c: f"[{c[0]:.1f}, {c[1]:.1f}]" if c else "")(
-                cis.get((run, "overall", "all", "amtl")))},
+                cis.get((run, "overall", "all", "amtl"))), "noise": None},
             "cost": cost or "–", "judge": row.get("judge") or "–",
             "self_judged": bool((self_judged or {}).get(run)),
         })
     return rows
+
+
+def _interval_text(value: Any, low: Any, high: Any) -> str:
+    if value is None:
+        return "–"
+    return _fmt(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+
+
+def noise_marks(board: pl.DataFrame, paired: pl.DataFrame | None,
+                metrics: Sequence[str] = ("sr_pass1", "atpr")) -> dict[tuple[str, str], str]:
+    """``{(run_id, metric): tooltip}`` of the leaderboard cells to mark ``≈``:
+    runs whose difference to the best run on ``metric`` (the highest value;
+    the first of a tie) is within the noise of their paired comparison
+    (``within_noise`` of ``paired``)."""
+    from cirrus.report.uncertainty import noise_reason
+
+    if paired is None or paired.is_empty() or board.height < 2:
+        return {}
+    pairs = {(r["run_a"], r["run_b"], r["metric"]): r for r in paired.iter_rows(named=True)}
+    marks = {}
+    for metric in metrics:
+        values = [(r["run_id"], r[metric]) for r in board.iter_rows(named=True) if r.get(metric) is not None]
+        if len(values) < 2:
+            continue
+        best = max(values, key=lambda v: v[1])[0]
+        for run_id, _ in values:
+            row = pairs.get((best, run_id, metric)) or pairs.get((run_id, best, metric))
+            if run_id == best or row is None or not row.get("within_noise"):
+                continue
+            reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
+                                  row.get("confidence") or 0.95)
+            marks[(run_id, metric)] = (f"within the noise of this comparison with {best}, the best "
+                                       f"{METRIC_TITLES[metric]}: {reason}")
+    return marks
+
+
+def _noise_views(noise: pl.DataFrame, paired: pl.DataFrame | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of the Noise section: per run, and per pair of runs (SR pass@1 and ATPR)."""
+    from cirrus.report.uncertainty import MDD_METRICS
+
+    runs = []
+    for row in noise.iter_rows(named=True):
+        judge = None
+        if row["judge_measured"] is not None:
+            judge = {"name": row["judge_measured"], "sample": _fmt(row["judge_sample"]),
+                     "repeats": _fmt(row["judge_repeats"]),
+                     "item": _interval_text(row["judge_item_flip_rate"], row["judge_item_flip_rate_low"],
+                                            row["judge_item_flip_rate_high"]),
+                     "verdict": _interval_text(row["judge_verdict_flip_rate"], row["judge_verdict_flip_rate_low"],
+                                               row["judge_verdict_flip_rate_high"])}
+        runs.append({"run_id": row["run_id"], "k": row["k"], "tasks_multi": row["tasks_multi"],
+                     "tasks_flipping": row["tasks_flipping"],
+                     "flip": None if row["flip_rate"] is None else _interval_text(
+                         row["flip_rate"], row["flip_rate_low"], row["flip_rate_high"]),
+                     "variance": _fmt(row["success_var_within"]), "judge": judge})
+    pairs = []
+    if paired is not None:
+        for row in paired.iter_rows(named=True):
+            if row["metric"] not in MDD_METRICS:
+                continue
+            within = row["within_noise"]
+            pairs.append({"run_a": row["run_a"], "run_b": row["run_b"], "metric": METRIC_TITLES[row["metric"]],
+                          "n_tasks": row["n_tasks"], "diff": _fmt(row["diff"]),
+                          "ci": "–" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]",
+                          "mdd": _fmt(row["mdd"]),
+                          "within": "–" if within is None else ("within the noise" if within else "beyond the noise"),
+                          "within_noise": within})
+    return runs, pairs
 
 
 def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspace: Path,
@@ -564,6 +638,13 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
                 "n_tasks": row["n_tasks"], "diff": _fmt(row["diff"]),
                 "ci": "–" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]",
                 "p": _fmt(row["p_value"], 4)})
+    noise_table = _table(tables, "noise")
+    if noise_table is None:
+        from cirrus.report.uncertainty import noise
+
+        noise_table = noise(runs)
+    marks = noise_marks(board, paired)
+    noise_runs, noise_pairs = _noise_views(noise_table, paired)
     confidence = None
     if intervals is not None and not intervals.is_empty():
         confidence = intervals["confidence"][0]
@@ -590,7 +671,9 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
                                          "color": run_colors[r.run_id], "self_judged": r.self_judged} for r in runs],
         self_judged_runs=[r.run_id for r in runs if r.self_judged],
         mixed_k=len(set(board["k"].to_list())) > 1,
-        leaderboard=_leaderboard_rows(board, cis, {r.run_id: r.self_judged for r in runs}), paired=paired_rows, confidence=confidence,
+        leaderboard=_leaderboard_rows(board, cis, {r.run_id: r.self_judged for r in runs}, marks),
+        paired=paired_rows, confidence=confidence, noise_runs=noise_runs, noise_pairs=noise_pairs,
+        judge_measured=any(r["judge"] for r in noise_runs),
         charts={k: (jinja2.utils.markupsafe.Markup(v) if isinstance(v, str) else v) for k, v in charts.items()
                 if k != "breakdowns"},
         breakdowns=[{**s, "svg": jinja2.utils.markupsafe.Markup(s["svg"])} for s in charts["breakdowns"]],
@@ -608,9 +691,11 @@ def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], o
     ``runs``: the runs as :func:`~cirrus.report.loading.load_runs` gives
     them; ``tables``: the frames of ``cirrus report`` keyed by file name
     (``leaderboard.parquet``, ``breakdown_<dimension>.parquet``,
-    ``intervals.parquet``, ``paired.parquet``; the suffix may be left out).
-    A missing leaderboard or breakdown is computed; without ``intervals``
-    the charts have no error bars.  ``workspace``: for the tasks' earlier
+    ``intervals.parquet``, ``paired.parquet``, ``noise.parquet``; the suffix
+    may be left out).  A missing leaderboard, breakdown or noise table is
+    computed (the noise table then without judge noise); without
+    ``intervals`` the charts have no error bars, without ``paired`` there
+    are no MDDs and no ``≈`` marks.  ``workspace``: for the tasks' earlier
     messages (``tickets/tasks.jsonl``).  ``warnings`` are shown at the top.
     """
     from cirrus.files import atomic_writer

@@ -400,3 +400,97 @@ def load_prices(workspace: Path, config: Path | None = None) -> dict[str, Price]
     except tomllib.TOMLDecodeError as exc:
         raise ReportError(f"{path}: invalid TOML: {exc}") from exc
     return parse_prices(data.get("prices"), f"{path}: prices")
+
+
+# --------------------------------------------------------------------------
+# Judge noise (reports/<run_id>/judge_consistency.json, when measured)
+# --------------------------------------------------------------------------
+
+JUDGE_CONSISTENCY_FILE = "judge_consistency.json"  # = cirrus.judges.consistency.OUTPUT_FILE
+# the noise-table columns a judge_consistency.json fills, all null when the run has none
+JUDGE_NOISE_COLUMNS = ("judge_measured", "judge_sample", "judge_repeats", "judge_item_flip_rate",
+                       "judge_item_flip_rate_low", "judge_item_flip_rate_high", "judge_verdict_flip_rate",
+                       "judge_verdict_flip_rate_low", "judge_verdict_flip_rate_high")
+
+
+class _Broken(ValueError):
+    pass
+
+
+def _rate(record: dict[str, Any], key: str) -> float | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise _Broken(f"{key} is {value!r}, not a share between 0 and 1 or null")
+    return float(value)
+
+
+def _rate_interval(record: dict[str, Any], key: str) -> tuple[float | None, float | None]:
+    value = record.get(key)
+    if value is None:
+        return None, None
+    if (not isinstance(value, list) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1 for v in value)
+            or value[0] > value[1]):
+        raise _Broken(f"{key} is {value!r}, not [low, high] between 0 and 1 or null")
+    return float(value[0]), float(value[1])
+
+
+def _count(record: dict[str, Any], key: str) -> int | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Broken(f"{key} is {value!r}, not a count")
+    return value
+
+
+def parse_judge_consistency(record: Any) -> dict[str, Any]:
+    """The noise-table judge columns (:data:`JUDGE_NOISE_COLUMNS`) of a
+    ``judge_consistency.json`` as read (written by ``cirrus judge-consistency``:
+    ``judge``, ``sample``, ``repeats``, ``item_flip_rate`` and
+    ``verdict_flip_rate`` with their ``*_ci95`` ``[low, high]``).  Raises
+    ``ValueError`` saying what is wrong when it is not such a record."""
+    if not isinstance(record, dict):
+        raise ValueError("expected a JSON object")
+    if "item_flip_rate" not in record and "verdict_flip_rate" not in record:
+        raise ValueError("it has neither item_flip_rate nor verdict_flip_rate")
+    try:
+        judge = record.get("judge")
+        if judge is not None and not isinstance(judge, str):
+            raise _Broken(f"judge is {judge!r}, not a name")
+        item_low, item_high = _rate_interval(record, "item_flip_rate_ci95")
+        verdict_low, verdict_high = _rate_interval(record, "verdict_flip_rate_ci95")
+        return {"judge_measured": judge or "unknown", "judge_sample": _count(record, "sample"),
+                "judge_repeats": _count(record, "repeats"),
+                "judge_item_flip_rate": _rate(record, "item_flip_rate"),
+                "judge_item_flip_rate_low": item_low, "judge_item_flip_rate_high": item_high,
+                "judge_verdict_flip_rate": _rate(record, "verdict_flip_rate"),
+                "judge_verdict_flip_rate_low": verdict_low, "judge_verdict_flip_rate_high": verdict_high}
+    except _Broken as exc:
+        raise ValueError(str(exc)) from None
+
+
+def load_judge_consistency(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
+    """The judge columns of the run's noise row from
+    ``reports/<run_id>/judge_consistency.json`` (None when the file does not
+    exist), and warnings: a file that cannot be read or is not such a record
+    is left out with a warning (never an error); a file naming another run is
+    used, with a warning.  The judge it names is not checked against the
+    run's."""
+    path = Path(run.directory) / JUDGE_CONSISTENCY_FILE
+    if not path.is_file():
+        return None, []
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        columns = parse_judge_consistency(record)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+        reason = f"not valid JSON: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return None, [f"{path}: not a readable judge-consistency result ({reason}); the run's judge noise is left "
+                      "out (rerun `cirrus judge-consistency`)"]
+    warnings = []
+    named = record.get("run_id")
+    if named is not None and named != run.run_id:
+        warnings.append(f"{path} was measured on run {named!r}, not {run.run_id!r}: its judge noise is shown as it is")
+    return columns, warnings

@@ -8,7 +8,9 @@ documented types, and ``schema_version`` first.
 Bump :data:`SCHEMA_VERSION` when a column is removed, renamed, retyped or
 changes meaning; adding a column at the end of a table is backward compatible
 and keeps the version.  Version 2 renamed ``group`` / ``group_order`` (``group``
-is an SQL reserved word) to ``segment`` / ``segment_order``.
+is an SQL reserved word) to ``segment`` / ``segment_order``; the ``noise``
+table and ``paired``'s ``mdd`` / ``within_noise`` were added later within
+version 2.
 
 The per-run tables a run writes (``reports/<run_id>/tasks.parquet``,
 ``checkpoints.parquet``, and a rescore's ``rescore.parquet``) are documented
@@ -38,7 +40,7 @@ class Column:
     meaning: str
 
 
-I64, F64, STR = pl.Int64(), pl.Float64(), pl.Utf8()
+I64, F64, STR, BOOL = pl.Int64(), pl.Float64(), pl.Utf8(), pl.Boolean()
 
 _VERSION = Column("schema_version", I64, f"Version of this schema ({SCHEMA_VERSION}); the same in every row.")
 _RUN = Column("run_id", STR, "The run: `reports/<run_id>/` of the workspace.")
@@ -149,6 +151,27 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("confidence", F64, "Confidence level of the interval (0.95)."),
         Column("n_boot", I64, "Replicates in which the difference was defined."),
         Column("seed", I64, "Seed of the resampling."),
+        Column("mdd", F64, "Minimal detectable difference (`sr_pass1` and `atpr` only, else null): the smallest true difference this comparison finds with 80% power at two-sided alpha 0.05, (z_0.975 + z_0.80) * sd(d_t) / sqrt(n_tasks), d_t the per-task differences of the task's mean over its ok attempts (normal approximation over tasks; see `docs/noise.md`). Null when n_tasks < 2 or every task differs by the same amount (sd 0). Added after version 2 was released (same version)."),
+        Column("within_noise", BOOL, "True when the gap is within the noise of this comparison: |diff| < mdd, or the interval ci_low .. ci_high contains 0; either test alone when the other is null; null when both are. Added after version 2 was released (same version)."),
+    ),
+    "noise": (
+        _VERSION, _RUN, _MODEL,
+        Column("k", I64, "The run's K (`--pass-k`, `k` of `summary.json`): its attempts per task (whatever `cirrus report --k` says)."),
+        Column("tasks_multi", I64, "Tasks with at least 2 ok (scored) attempts: those a flip can be seen on."),
+        Column("tasks_flipping", I64, "Of those, the tasks whose attempts disagree on `success` (some succeed, some fail)."),
+        Column("flip_rate", F64, "tasks_flipping / tasks_multi: the share of tasks whose outcome changes between attempts of the same run. Grows with the attempts per task; null when tasks_multi = 0 (K = 1)."),
+        Column("flip_rate_low", F64, "Lower end of the 95% Wilson interval of flip_rate; null with it."),
+        Column("flip_rate_high", F64, "Upper end of that interval."),
+        Column("success_var_within", F64, "Mean over the tasks_multi tasks of the unbiased within-task variance of `success`, c (n - c) / (n (n - 1)) for c successes in n ok attempts: estimates the mean of p_t (1 - p_t). Twice it is the chance that two attempts of a task disagree (a flip rate that does not depend on K). Null when tasks_multi = 0."),
+        Column("judge_measured", STR, "The judge whose consistency `cirrus judge-consistency` measured on this run (`judge` of `reports/<run_id>/judge_consistency.json`), shown as recorded, not checked against the run's judge (`unknown` when the file names none); null when not measured or the file cannot be read (so are the judge columns below)."),
+        Column("judge_sample", I64, "Saved verdicts the judge was asked again (`sample`)."),
+        Column("judge_repeats", I64, "Fresh judge calls per verdict (`repeats`)."),
+        Column("judge_item_flip_rate", F64, "Share of the verdicts asked again where at least one fresh verdict differs from the saved one (`item_flip_rate`)."),
+        Column("judge_item_flip_rate_low", F64, "Lower end of its 95% interval (`item_flip_rate_ci95`)."),
+        Column("judge_item_flip_rate_high", F64, "Upper end of that interval."),
+        Column("judge_verdict_flip_rate", F64, "Share of all fresh verdicts that differ from the saved one (`verdict_flip_rate`)."),
+        Column("judge_verdict_flip_rate_low", F64, "Lower end of its 95% interval (`verdict_flip_rate_ci95`)."),
+        Column("judge_verdict_flip_rate_high", F64, "Upper end of that interval."),
     ),
 }
 
@@ -162,6 +185,7 @@ FILES: dict[str, str] = {
     "breakdown_reply_type.parquet": "breakdown_reply_type",
     "intervals.parquet": "intervals",
     "paired.parquet": "paired",
+    "noise.parquet": "noise",
 }
 
 

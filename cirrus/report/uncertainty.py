@@ -14,22 +14,31 @@ Core functions (pure numpy, no I/O):
 * :func:`ratio_bootstrap`: percentile confidence intervals of ratio metrics;
 * :func:`paired_bootstrap`: the difference of two runs on common tasks, with
   the same resampled tasks for both, and a two-sided p-value;
-* :func:`bootstrap_mean`: the interval of a plain mean of per-task values.
+* :func:`bootstrap_mean`: the interval of a plain mean of per-task values;
+* :func:`minimal_detectable_difference` and :func:`within_noise`: how large a
+  paired difference must be to be seen at all, and whether an observed one
+  is within the noise;
+* :func:`flip_counts` / :func:`attempt_flips`: how often a task's outcome
+  changes between attempts of one run.
 
-Table builders: :func:`intervals` and :func:`paired` (schemas ``intervals``
-and ``paired`` of :mod:`cirrus.report.schema`).
+Table builders: :func:`intervals`, :func:`paired` and :func:`noise` (schemas
+``intervals``, ``paired`` and ``noise`` of :mod:`cirrus.report.schema`).
+What the noise figures mean and how to read them: ``docs/noise.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from statistics import NormalDist
 
 import numpy as np
 import polars as pl
 
-from cirrus.report.loading import Run
+from cirrus.judges.calibration import wilson_interval
+from cirrus.report.loading import JUDGE_NOISE_COLUMNS, Run
 from cirrus.report.schema import conform, empty
 from cirrus.report.tables import (
     DIMENSIONS,
@@ -45,6 +54,9 @@ from cirrus.report.tables import (
 DEFAULT_N_BOOT = 2000
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
+MDD_ALPHA = 0.05  # two-sided level of the test the minimal detectable difference is for
+MDD_POWER = 0.80  # the chance of detecting a true difference of that size
+MDD_METRICS = ("sr_pass1", "atpr")  # the paired metrics with a minimal detectable difference
 _CELLS_PER_CHUNK = 1 << 22  # replicates x tasks held at once (32 MiB of float64)
 
 
@@ -211,6 +223,120 @@ def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Seque
 
 
 # --------------------------------------------------------------------------
+# Noise: the minimal detectable difference and flips between attempts
+# --------------------------------------------------------------------------
+
+
+def mdd_multiplier(alpha: float = MDD_ALPHA, power: float = MDD_POWER) -> float:
+    """``z_{1 - alpha/2} + z_{power}`` of the standard normal distribution
+    (2.8016 for alpha 0.05 and power 0.80)."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be between 0 and 1, got {alpha!r}, {power!r}")
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
+
+
+def minimal_detectable_difference(differences: np.ndarray | Sequence[float], *, alpha: float = MDD_ALPHA,
+                                  power: float = MDD_POWER) -> float | None:
+    """The minimal detectable difference (MDD) of a paired comparison of two
+    runs on ``n`` common tasks, from the per-task differences ``d_t``
+    (run b's value of task t minus run a's; for SR and ATPR the task's mean
+    over its ok attempts of ``success`` / TPR)::
+
+        MDD = (z_{1 - alpha/2} + z_{power}) * sd(d) / sqrt(n)
+
+    with ``sd`` the sample standard deviation (ddof 1).  It is the smallest
+    true mean difference a two-sided test at level ``alpha`` detects with
+    probability ``power`` (defaults 0.05 and 0.80: ``2.80 * sd / sqrt(n)``);
+    an observed gap below it is one such a comparison cannot tell from noise.
+
+    Assumption: the normal approximation over tasks: the tasks are a random
+    draw, their differences independent, and their mean close to normal
+    (reasonable from a few dozen tasks; for fewer it is optimistic).  The
+    per-task mean weighs tasks equally, the report's ratio metrics weigh them
+    by their ok attempts: the same where every task has as many ok attempts.
+
+    None (undefined) when ``n < 2`` or ``sd`` is 0 (every task differs by the
+    same amount: nothing to estimate the noise from).
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError("differences must be a (tasks,) array")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("differences hold NaN or infinite values")
+    multiplier = mdd_multiplier(alpha, power)
+    if len(d) < 2:
+        return None
+    sd = float(np.std(d, ddof=1))
+    # a constant difference gives sd 0 up to the rounding of its mean
+    if not sd > 1e-12 * max(1.0, float(np.max(np.abs(d)))):
+        return None
+    return multiplier * sd / math.sqrt(len(d))
+
+
+def within_noise(diff: float | None, mdd: float | None, ci_low: float | None, ci_high: float | None) -> bool | None:
+    """Whether an observed paired difference is within the noise of its
+    comparison: ``|diff| < mdd`` (the comparison could not reliably see a
+    gap this small) **or** the interval ``ci_low .. ci_high`` contains 0 (the
+    paired bootstrap does not exclude no difference).  Either test alone
+    when the other is undefined (``None``); None when both are, or when
+    ``diff`` is."""
+    if diff is None or not math.isfinite(diff):
+        return None
+    has_mdd = mdd is not None and math.isfinite(mdd)
+    has_ci = ci_low is not None and ci_high is not None and math.isfinite(ci_low) and math.isfinite(ci_high)
+    if not has_mdd and not has_ci:
+        return None
+    return bool((has_mdd and abs(diff) < mdd) or (has_ci and ci_low <= 0 <= ci_high))  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class FlipRate:
+    """How often tasks change outcome between attempts of one run:
+    ``tasks_multi`` tasks with >= 2 ok attempts, ``tasks_flipping`` of them
+    with both a success and a failure, ``rate`` = their share with its 95%
+    Wilson interval ``low`` .. ``high``, and ``variance``: the mean over those
+    tasks of the unbiased within-task variance of success ``c (n - c) / (n
+    (n - 1))``.  Undefined figures (no such task) are None."""
+
+    tasks_multi: int
+    tasks_flipping: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    variance: float | None
+
+
+def flip_counts(attempts: Sequence[int], successes: Sequence[int]) -> FlipRate:
+    """:class:`FlipRate` from per-task counts: task ``t`` had ``attempts[t]``
+    ok attempts of which ``successes[t]`` succeeded.  Tasks with fewer than 2
+    ok attempts cannot flip and are left out."""
+    n = np.asarray(attempts, dtype=np.int64).reshape(-1)
+    c = np.asarray(successes, dtype=np.int64).reshape(-1)
+    if n.shape != c.shape or np.any(c < 0) or np.any(c > n):
+        raise ValueError("successes must be between 0 and the attempts of each task")
+    multi = n >= 2
+    n, c = n[multi], c[multi]
+    total = int(len(n))
+    flipping = int(np.count_nonzero((c > 0) & (c < n)))
+    if total == 0:
+        return FlipRate(0, 0, None, None, None, None)
+    low, high = wilson_interval(flipping, total) or (None, None)
+    variance = float(np.mean(c * (n - c) / (n * (n - 1.0))))
+    return FlipRate(total, flipping, flipping / total, low, high, variance)
+
+
+def attempt_flips(attempts: pl.DataFrame | pl.LazyFrame) -> FlipRate:
+    """:func:`flip_counts` of an attempts table (``task_id``, ``status``,
+    ``success``: ``tasks.parquet``'s rows); only ``status = ok`` rows count."""
+    per_task = (attempts.lazy().filter(pl.col("status") == "ok")
+                .group_by("task_id")
+                .agg(pl.len().alias("n"), pl.col("success").cast(pl.Int64).sum().alias("c"))
+                .collect())
+    return flip_counts(per_task["n"].to_numpy(), per_task["c"].to_numpy())
+
+
+# --------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------
 
@@ -280,7 +406,13 @@ def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N
     """Paired bootstrap differences (schema ``paired``) of the headline
     metrics for every pair of runs (``run_a`` before ``run_b`` in the given
     order), over their common tasks: those with at least one ok attempt in
-    both.  K of pass@K: ``k``, else the smaller of the two runs' K."""
+    both.  K of pass@K: ``k``, else the smaller of the two runs' K.
+
+    ``mdd``: :func:`minimal_detectable_difference` of the per-task
+    differences of :data:`MDD_METRICS` (each task's mean over its ok
+    attempts, ``m__sum / m__n`` of :func:`~cirrus.report.tables.task_stats`:
+    the per-task quantities the bootstrap resamples); null for the other
+    metrics.  ``within_noise``: :func:`within_noise` of the row."""
     _check(n_boot, confidence)
     check_k(k)
     rows = []
@@ -293,16 +425,65 @@ def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N
         other = stats_b.join(common.select("task_id"), on="task_id", how="semi").sort("task_id")
         result = paired_bootstrap(*_arrays(common, metrics), *_arrays(other, metrics), n_boot=n_boot, seed=seed,
                                   confidence=confidence)
+        mdd = {m: minimal_detectable_difference(_task_means(other, m) - _task_means(common, m)) for m in MDD_METRICS}
         for i, metric in enumerate(metrics):
+            diff, low, high = (_value(x[i]) for x in (result.diff, result.low, result.high))
             rows.append({
                 "run_a": a.run_id, "run_b": b.run_id, "model_a": a.model, "model_b": b.model, "metric": metric,
                 "k": pair_k, "n_tasks": len(common), "estimate_a": _value(result.estimate_a[i]),
-                "estimate_b": _value(result.estimate_b[i]), "diff": _value(result.diff[i]),
-                "ci_low": _value(result.low[i]), "ci_high": _value(result.high[i]),
+                "estimate_b": _value(result.estimate_b[i]), "diff": diff, "ci_low": low, "ci_high": high,
                 "p_value": _value(result.p_value[i]), "confidence": confidence, "n_boot": int(result.n_valid[i]),
-                "seed": seed,
+                "seed": seed, "mdd": mdd.get(metric), "within_noise": within_noise(diff, mdd.get(metric), low, high),
             })
     if not rows:
         return empty("paired")
-    return conform(pl.DataFrame(rows, schema_overrides={c: pl.Float64 for c in (
-        "estimate_a", "estimate_b", "diff", "ci_low", "ci_high", "p_value")}), "paired")
+    return conform(pl.DataFrame(rows, schema_overrides={**{c: pl.Float64 for c in (
+        "estimate_a", "estimate_b", "diff", "ci_low", "ci_high", "p_value", "mdd")}, "within_noise": pl.Boolean}),
+        "paired")
+
+
+def _task_means(stats: pl.DataFrame, metric: str) -> np.ndarray:
+    """Each task's ``metric__sum / metric__n`` (rows of ``task_stats``; every
+    row of a common task has a count >= 1 for SR pass@1 and ATPR)."""
+    sums, counts = _arrays(stats, [metric])
+    return _ratios(sums[:, 0], counts[:, 0])
+
+
+def noise(runs: Sequence[Run], judge: Mapping[str, Mapping[str, object] | None] | None = None) -> pl.DataFrame:
+    """The noise table (schema ``noise``): one row per run with its task-level
+    flip rate across attempts (:func:`attempt_flips`) and, where ``judge``
+    has the run (``{run_id: the columns of
+    :func:`~cirrus.report.loading.parse_judge_consistency`}``), the judge's
+    own noise as ``cirrus judge-consistency`` measured it; null otherwise."""
+    rows = []
+    for run in runs:
+        flips = attempt_flips(run.tasks.select("task_id", "status", "success"))
+        measured = (judge or {}).get(run.run_id) or {}
+        rows.append({"run_id": run.run_id, "model": run.model, "k": run.k, "tasks_multi": flips.tasks_multi,
+                     "tasks_flipping": flips.tasks_flipping, "flip_rate": flips.rate, "flip_rate_low": flips.low,
+                     "flip_rate_high": flips.high, "success_var_within": flips.variance,
+                     **{c: measured.get(c) for c in JUDGE_NOISE_COLUMNS}})
+    if not rows:
+        return empty("noise")
+    floats = ("flip_rate", "flip_rate_low", "flip_rate_high", "success_var_within",
+              *(c for c in JUDGE_NOISE_COLUMNS if "rate" in c))
+    return conform(pl.DataFrame(rows, schema_overrides={**{c: pl.Float64 for c in floats},
+                                                        "judge_measured": pl.Utf8, "judge_sample": pl.Int64,
+                                                        "judge_repeats": pl.Int64}), "noise")
+
+
+def noise_reason(diff: float, mdd: float | None, ci_low: float | None, ci_high: float | None, n_tasks: int,
+                 confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """Why a difference is within the noise, in words, for the page and the
+    terminal: ``difference 0.040 < MDD 0.110 at 30 tasks`` (or, when only
+    the interval says so, that it contains 0)."""
+    size = f"difference {abs(diff):.3f}"
+    if mdd is not None and abs(diff) < mdd:
+        return f"{size} < MDD {mdd:.3f} at {n_tasks} tasks"
+    if ci_low is None or ci_high is None:
+        return f"{size} at {n_tasks} tasks"
+    level = f"{confidence * 100:.0f}%"
+    interval = f"its {level} interval [{ci_low:.3f}, {ci_high:.3f}] contains 0"
+    if mdd is not None:
+        return f"{size} >= MDD {mdd:.3f}, but {interval}, at {n_tasks} tasks"
+    return f"{size}; {interval} (no MDD), at {n_tasks} tasks"
