@@ -143,3 +143,17 @@ def test_dataset_difference_is_named():
     assert "dataset hash" in warning and "a: d1" in warning and "b: d2" in warning
     assert "tasks they have in common" in warning
     assert comparability_warnings([FakeRun("a", "d1"), FakeRun("b", "d1")]) == []
+
+
+def test_judge_input_limits_and_jump_prompts_are_compared(mixed_k, tmp_path):
+    workspace = copy_workspace(mixed_k, tmp_path / "ws")
+    limits = {"candidate_chars": 8000, "reference_chars": 8000, "history_chars": 24000}
+    for run_id, cap, later in (("k2", 8000, "d" * 64), ("r2", 2000, "e" * 64)):
+        _edit(workspace / "reports" / run_id / "run.json", fingerprint={"judge_role": {
+            "model": "m", "prompt_sha256": "a" * 64, "later_prompt_sha256": later,
+            "input_limits": {**limits, "candidate_chars": cap}}})
+    warnings = report_command(["k2", "r2"], workspace, tmp_path / "out", 0)["warnings"]
+    cut = next(w for w in warnings if "differ in judge input limits" in w)
+    assert '"candidate_chars": 2000' in cut and '"candidate_chars": 8000' in cut
+    assert any("differ in judge logical-jump prompt hash" in w for w in warnings)
+    assert not any("differ in judge prompt hash" in w for w in warnings)

@@ -80,10 +80,13 @@ def _fingerprint(run: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _role_hash(run: Any, role: str) -> str | None:
-    """``prompt_sha256`` of a role's fingerprint in run.json, when recorded."""
+def _role_hash(run: Any, role: str, key: str = "prompt_sha256") -> str | None:
+    """``key`` (``prompt_sha256``) of a role's fingerprint in run.json, when
+    recorded; a dict value (``input_limits``) as canonical JSON."""
     part = _fingerprint(run).get(role)
-    value = part.get("prompt_sha256") if isinstance(part, dict) else None
+    value = part.get(key) if isinstance(part, dict) else None
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     return None if value is None else str(value)
 
 
@@ -93,7 +96,10 @@ _COMPARED: tuple[tuple[str, Any, bool], ...] = (
     ("judge model", lambda run: run.summary.get("judge") or _fingerprint(run).get("judge"), False),
     ("fluency model", lambda run: run.summary.get("fluency") or _fingerprint(run).get("fluency"), False),
     ("judge prompt hash", lambda run: _role_hash(run, "judge_role"), True),
+    ("judge logical-jump prompt hash", lambda run: _role_hash(run, "judge_role", "later_prompt_sha256"), True),
+    ("judge input limits", lambda run: _role_hash(run, "judge_role", "input_limits"), True),
     ("fluency prompt hash", lambda run: _role_hash(run, "fluency_role"), True),
+    ("fluency input limits", lambda run: _role_hash(run, "fluency_role", "input_limits"), True),
     ("K (--pass-k)", lambda run: run.k, False),
     ("dataset hash", lambda run: run.dataset, False),
     ("agent prompt hash", lambda run: _role_hash(run, "agent_role"), True),
