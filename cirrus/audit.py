@@ -28,7 +28,10 @@ What is found (kinds):
   private-key headers.
 * ``secret``: a long high-entropy value assigned to a ``...key``, ``...secret``,
   ``...token`` or ``...password`` name (``key=``, ``"api_key": "..."``), a
-  ``Bearer`` token, the password of a URL (``https://user:pw@host``).
+  ``Bearer`` token, the password of a URL (``https://user:pw@host``), and what
+  the ingest's own secret recognizer finds (detect-secrets' formats: AWS,
+  Azure, JWT, Slack, Stripe, ...; ``ya29.`` tokens, PEM key blocks, secret
+  query parameters, ``password: hunter2`` / ``pwd is ...`` cues).
 * ``ip``: IPv4 with valid octets and IPv6.  Private ranges (10/8,
   172.16/12, 192.168/16, fc00::/7) are hits: they describe a customer's
   network.  Not hits: loopback, unspecified (0.0.0.0, ::), multicast,
@@ -321,6 +324,15 @@ def _emails(text: str) -> list[Hit]:
     return found
 
 
+@functools.cache
+def _secret_recognizer() -> Any:
+    """The ingest's :class:`~cirrus.ingest.deid.recognizers.SecretRecognizer`
+    (pure patterns and detect-secrets plugins: no model to load)."""
+    from cirrus.ingest.deid.recognizers import SecretRecognizer
+
+    return SecretRecognizer()
+
+
 def scan_text(text: str) -> list[Hit]:
     """The personal values and secrets in ``text``, in order of position.
     Values masked with ``*`` are never found; where two findings overlap
@@ -343,6 +355,10 @@ def _scan_prepared(text: str) -> list[Hit]:
     if "earer" in text or "EARER" in text:
         candidates += [Hit("secret", m.group(1), m.start(1)) for m in _BEARER.finditer(text)
                        if _looks_random(m.group(1))]
+    # the ingest's own secret detection (detect-secrets' formats, tokens, PEM
+    # blocks, "password: ..." cues); a masked value holds a mask break
+    candidates += [Hit("secret", text[r.start:r.end], r.start) for r in _secret_recognizer().analyze(text, ["SECRET"])
+                   if _MASK_BREAK not in text[r.start:r.end]]
     if "@" in text:
         candidates += _emails(text)
     for m in _CARD.finditer(text):

@@ -402,3 +402,23 @@ def test_a_masked_ipv4_mapped_address_is_no_hit_and_a_real_one_is():
 
     assert scan_text("peer ::ffff:47.***.***.*** closed") == []
     assert [h.value for h in scan_text("peer ::ffff:47.98.12.3 closed")] == ["47.98.12.3"]
+
+
+@pytest.mark.parametrize("text", [
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AccessKeySecret: 4rjkdfKJ83kdfjLKJ38djfkLKJ3k2d",
+    "token ya29.a0AfH6SMBx3exampletoken_value-x9", "my password: hunter2", "the pwd is Sup3r-S3cret!",
+    '{"password": "hunter2"}', "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7xq9Zf2\n-----END RSA PRIVATE KEY-----",
+    "GET /v2/items?api_key=k9f8e7d6c5b4a3&page=2",
+])
+def test_the_ingest_secret_classes_are_audit_hits(text):
+    from cirrus.audit import scan_text
+
+    assert [h for h in scan_text(text) if h.kind in ("secret", "key")], text
+
+
+@pytest.mark.parametrize("text", ['"input_tokens": 2264', "max_tokens=2048", "the token is expired",
+                                  "password: ******** (masked)", "token: 1234567890123456"])
+def test_counters_words_and_masked_secrets_are_not_audit_hits(text):
+    from cirrus.audit import scan_text
+
+    assert scan_text(text) == [], text

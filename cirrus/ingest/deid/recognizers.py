@@ -213,9 +213,14 @@ SECRET_PLUGINS = (
     "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
 )
 # a key naming a secret, then ":", "=", "is" or "was", then the value
-_SECRET_KEY = (r"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*(?:password|passwd|passphrase|passcode|pwd|secret|token|"
-               r"api[_-]?key|apikey|private[_-]?key|credential)[A-Za-z0-9_-]*")
-_SECRET_CUE = re.compile(_SECRET_KEY + r"[\"']?\s*(?:[:=]|\b(?:is|was)\b)\s*[\"']?(?P<value>[^\s\"',;<>]{4,})")
+# (the key ends with the secret's name: "aws_secret_access_key", "AccessKeySecret",
+# "db_password"; never "input_tokens" or "max_tokens")
+_SECRET_KEY = (r"(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?i:password|passwd|passphrase|passcode|pwd|secret|token|"
+               r"api[_-]?key|private[_-]?key|secret[_-]?key|access[_-]?key[_-]?secret|secret[_-]?access[_-]?key|"
+               r"credentials?)(?![A-Za-z0-9])")
+_SECRET_CUE = re.compile("(?i)(?P<key>" + _SECRET_KEY + r")[\"']?\s*(?:[:=]|\b(?:is|was)\b)\s*[\"']?"
+                         r"(?P<value>[^\s\"',;<>]{4,})")
+_PASSWORD_KEY = re.compile(r"(?i)pass|pwd")
 _SECRET_FORMATS = (
     re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
     re.compile(r"(?<![A-Za-z0-9])(?P<value>ya29\.[0-9A-Za-z_-]{16,})"),  # Google OAuth access tokens
@@ -260,8 +265,9 @@ class SecretRecognizer(LocalRecognizer):
         for pattern in (_SECRET_CUE, *_SECRET_FORMATS):
             for match in pattern.finditer(text):
                 value = match.group("value")
-                if pattern is _SECRET_CUE and not _looks_secret(value):
-                    continue
+                if pattern is _SECRET_CUE and (not _looks_secret(value) or (
+                        value.isdigit() and not _PASSWORD_KEY.search(match.group("key")))):
+                    continue  # "token: 1234567890123456" is an id; "password: 12345678" is not
                 spans.append((match.start("value"), match.end("value"), pattern.pattern[:40]))
         spans += self._plugin_spans(text)
         return [RecognizerResult("SECRET", start, end, self.SCORE,
