@@ -713,10 +713,17 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         result = audit(workspace, allow or ())
         if raw is not None:
-            if not raw.exists():
-                err.print(f"[bold red]error:[/] --raw {escape(str(raw))} does not exist")
-                raise typer.Exit(2)
+            from cirrus.ingest.readers.files import NoTicketFiles, check_input
             from cirrus.leak_check import find_leaks, raw_values
+
+            try:
+                check_input(raw)
+            except FileNotFoundError:
+                err.print(f"[bold red]error:[/] --raw {escape(str(raw))} does not exist")
+                raise typer.Exit(2) from None
+            except NoTicketFiles as exc:  # nothing to compare with: not a clean result
+                err.print(f"[bold red]error:[/] --raw: {escape(str(exc))}")
+                raise typer.Exit(2) from None
 
             err.print("audit: detecting the raw input's personal data (loading the de-identification models) ...")
             found = raw_values(raw)

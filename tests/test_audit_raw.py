@@ -99,3 +99,10 @@ def test_needles_ignore_what_is_not_personal_and_keep_case_for_ordinary_words(fo
 def test_a_missing_raw_path_is_a_usage_error(tmp_path, sample_ingest_copy):
     result = CliRunner().invoke(app, ["audit", str(sample_ingest_copy), "--raw", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_a_raw_folder_without_ticket_files_is_a_usage_error(tmp_path, sample_ingest_copy):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "notes.txt").write_text("x")
+    result = CliRunner().invoke(app, ["audit", str(sample_ingest_copy), "--raw", str(tmp_path / "raw")])
+    assert result.exit_code == 2 and "no .json, .jsonl" in result.output

@@ -199,6 +199,9 @@ class ObfuscatedEmailRecognizer(PatternRecognizer):
         (tldextract's bundled list): "cn-hangzhou [dot] region" is not one."""
         import tldextract
 
+        from cirrus.offline import use_bundled_suffix_list
+
+        use_bundled_suffix_list()  # never fetch the list (cached: once per process)
         domain = self.plain(pattern_text).rpartition("@")[2]
         return bool(tldextract.extract(domain).suffix)
 
