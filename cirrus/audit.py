@@ -12,7 +12,13 @@ other binary files are skipped and counted.
 
 What is found (kinds):
 
-* ``email``: an address; the documentation domains of RFC 2606 (``example.com``,
+Candidates for e-mails written to dodge scrapers, cards and IP addresses come
+from the ingest's own recognizers (``cirrus.ingest.deid.recognizers``), and
+secrets from its ``SecretRecognizer``: one detection engine; the audit adds
+only its policy on top (which documentation values are not hits).
+
+* ``email``: an address, also obfuscated (``jroe77 [at] outlook [dot] com``,
+  ``urlenc.person%40proton.me``); the documentation domains of RFC 2606 (``example.com``,
   ``*.example``, ``*.test``, ``*.invalid``, ``*.localhost``) are not hits.
 * ``phone``: numbers that ``phonenumbers`` finds valid -- any country when
   written with ``+``, else one of the 15 regions of the ingest pipeline.  A
@@ -169,11 +175,6 @@ _ASSIGNED = re.compile(r"(?:[:=]|=>)\s*[\"']?([A-Za-z0-9+/=_.~-]{16,256})(?![A-Z
 _SECRET_NAME = re.compile(r"(?i:key|secret|token|passw(?:or)?d|pwd|credentials?)[\"']?\s*$", _A)
 _BEARER = re.compile(r"(?i:bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])", _A)
 
-_CARD = re.compile(r"\d(?<![\w.,-]\d)(?:[ -]?\d){12,18}(?![\w-]|[.,]\d)", _A)
-_IPV4 = re.compile(r"\d(?<![\w.-]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?:/\d{1,2})?(?![\w-]|\.\d)", _A)
-# not followed by a dotted tail: "::ffff:47.***.***.***" is a masked IPv4-mapped address
-_IPV6 = re.compile(r"[0-9A-Fa-f:](?<![\w:.-][0-9A-Fa-f:])[0-9A-Fa-f]{0,3}:[0-9A-Fa-f:]{1,37}(?:/\d{1,3})?"
-                   r"(?![\w:-]|\.[\d\x00])", _A)
 _VERSION_WORD = re.compile(r"(?i:\b(?:v|ver|version|release|build|firmware|kernel|rev|revision))\.?\s*[:=]?\s*$", _A)
 
 # phone candidates: digits with the separators numbers are written with, not
@@ -325,6 +326,61 @@ def _emails(text: str) -> list[Hit]:
 
 
 @functools.cache
+def _recognizers() -> dict[str, Any]:
+    """The ingest's own pattern recognizers (no model to load): the audit
+    finds candidates with the engine that de-identified the workspace and
+    adds only its policy on top (documentation ranges, card prefixes)."""
+    from cirrus.ingest.deid.recognizers import IpAddressRecognizer, LuhnCardRecognizer, ObfuscatedEmailRecognizer
+
+    return {"ip": IpAddressRecognizer(), "card": LuhnCardRecognizer(), "email": ObfuscatedEmailRecognizer()}
+
+
+def _cards(text: str) -> list[Hit]:
+    """Luhn-valid numbers with a card network's prefix, 13 to 19 digits."""
+    if sum(ch.isdigit() for ch in text) < 13:
+        return []
+    found = []
+    for r in _recognizers()["card"].analyze(text, ["CREDIT_CARD"]):
+        value = text[r.start:r.end]
+        digits = re.sub(r"\D", "", value)
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _card_prefix(digits):
+            found.append(Hit("card", value, r.start))
+    return found
+
+
+def _ips(text: str) -> list[Hit]:
+    """Addresses the ingest recognizer validates, that name someone's machine
+    (:func:`_ip_is_personal`).  An address that runs on into a masked part
+    (``::ffff:47.***``, ``10.***.1.2``) was masked: not a hit."""
+    if "." not in text and ":" not in text:
+        return []
+    found = []
+    for r in _recognizers()["ip"].analyze(text, ["IP_ADDRESS"]):
+        value, tail = text[r.start:r.end], text[r.end:r.end + 2]
+        if _MASK_BREAK in tail or (tail[:1] in ":." and tail[1:2].isdigit()):
+            continue
+        if _ip_is_personal(value, text[max(0, r.start - 24):r.start]):
+            found.append(Hit("ip", value, r.start))
+    return found
+
+
+def _obfuscated_emails(text: str) -> list[Hit]:
+    """``jroe77 [at] outlook [dot] com``, ``urlenc.person%40proton.me``."""
+    lowered = text.lower()
+    if "at" not in lowered and "%40" not in lowered:
+        return []
+    from cirrus.ingest.deid.recognizers import ObfuscatedEmailRecognizer
+
+    found = []
+    for r in _recognizers()["email"].analyze(text, ["EMAIL_ADDRESS"]):
+        value = text[r.start:r.end]
+        domain = ObfuscatedEmailRecognizer.plain(value).rpartition("@")[2]
+        if _MASK_BREAK not in value and not _DOC_DOMAINS.search(domain):
+            found.append(Hit("email", value, r.start))
+    return found
+
+
+@functools.cache
 def _secret_recognizer() -> Any:
     """The ingest's :class:`~cirrus.ingest.deid.recognizers.SecretRecognizer`
     (pure patterns and detect-secrets plugins: no model to load)."""
@@ -361,15 +417,9 @@ def _scan_prepared(text: str) -> list[Hit]:
                    if _MASK_BREAK not in text[r.start:r.end]]
     if "@" in text:
         candidates += _emails(text)
-    for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _card_prefix(digits) and luhn(digits):
-            candidates.append(Hit("card", m.group(), m.start()))
-    candidates += [Hit("ip", m.group(), m.start()) for m in _IPV4.finditer(text)
-                   if _ip_is_personal(m.group(), text[max(0, m.start() - 24):m.start()])]
-    if "::" in text or text.count(":") >= 2:
-        candidates += [Hit("ip", m.group(), m.start()) for m in _IPV6.finditer(text)
-                       if m.group().count(":") >= 2 and _ip_is_personal(m.group(), "")]
+    candidates += _obfuscated_emails(text)
+    candidates += _cards(text)
+    candidates += _ips(text)
     candidates += [Hit("phone", value, start) for start, value in _phones(text)]
     kept: list[Hit] = []
     taken: list[tuple[int, int]] = []

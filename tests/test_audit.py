@@ -401,7 +401,7 @@ def test_a_masked_ipv4_mapped_address_is_no_hit_and_a_real_one_is():
     from cirrus.audit import scan_text
 
     assert scan_text("peer ::ffff:47.***.***.*** closed") == []
-    assert [h.value for h in scan_text("peer ::ffff:47.98.12.3 closed")] == ["47.98.12.3"]
+    assert [h.value for h in scan_text("peer ::ffff:47.98.12.3 closed")] == ["::ffff:47.98.12.3"]
 
 
 @pytest.mark.parametrize("text", [
