@@ -175,7 +175,6 @@ _ASSIGNED = re.compile(r"(?:[:=]|=>)\s*[\"']?([A-Za-z0-9+/=_.~-]{16,256})(?![A-Z
 _SECRET_NAME = re.compile(r"(?i:key|secret|token|passw(?:or)?d|pwd|credentials?)[\"']?\s*$", _A)
 _BEARER = re.compile(r"(?i:bearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])", _A)
 
-_VERSION_WORD = re.compile(r"(?i:\b(?:v|ver|version|release|build|firmware|kernel|rev|revision))\.?\s*[:=]?\s*$", _A)
 
 # phone candidates: digits with the separators numbers are written with, not
 # glued to a word, an id (``-``), a decimal or a time (``.``/``,``/``:`` and a
@@ -242,8 +241,6 @@ def _ip_is_personal(text: str, before: str) -> bool:
             or any(ip in net for net in _DOCUMENTATION_NETS)):
         return False
     if ip.version == 4 and address.startswith("255."):  # a netmask
-        return False
-    if ip.version == 4 and not prefix and _VERSION_WORD.search(before):
         return False
     if prefix:  # a range: a private one (or "any") names nobody's machine
         try:

@@ -82,6 +82,8 @@ class DenoiseConfig(_Strict):
     whole-message) patterns and are at most ``max_filler_words`` long."""
 
     max_filler_words: int = 12
+    # Chinese has no spaces: a message is counted in CJK characters (each
+    # one a "word") plus the Latin words between them.
     customer_filler: list[str] = Field(default_factory=list)
     agent_filler: list[str] = Field(default_factory=list)
     system_keep: list[str] = Field(default_factory=list)
@@ -100,6 +102,29 @@ class AnnotateConfig(_Strict):
     solution_patterns: list[str] = Field(default_factory=list)
 
 
+class LanguageDeidConfig(_Strict):
+    """What a language adds to the base ``[deid]`` section: its own pattern
+    recognizers and allow list, and whether Cirrus's built-in recognizers for
+    the language (``cirrus.ingest.deid.zh`` for Chinese) are used."""
+
+    builtin_recognizers: bool = True
+    recognizers: list[PatternRecognizerConfig] = Field(default_factory=list)
+    allow_list: list[str] = Field(default_factory=list)
+
+
+class LanguageConfig(_Strict):
+    """Per-language settings (``[languages.zh]``): a ticket whose language is
+    this one (given, or detected) is de-identified, denoised, annotated and
+    retrieved with them.  Sections left out fall back to the base ones."""
+
+    deid: LanguageDeidConfig = Field(default_factory=LanguageDeidConfig)
+    denoise: DenoiseConfig | None = None
+    annotate: AnnotateConfig | None = None
+    # "jieba": BM25 over words segmented by jieba; "default": bm25s's own
+    # English tokenizer.
+    tokenizer: Literal["default", "jieba"] = "default"
+
+
 class PipelineConfig(_Strict):
     name: str = DEFAULT_PIPELINE
     description: str = ""
@@ -107,6 +132,15 @@ class PipelineConfig(_Strict):
     denoise: DenoiseConfig = Field(default_factory=DenoiseConfig)
     annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
     knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
+    languages: dict[str, LanguageConfig] = Field(default_factory=dict)
+
+    def denoise_for(self, language: str) -> DenoiseConfig:
+        section = self.languages.get(language)
+        return section.denoise if section is not None and section.denoise is not None else self.denoise
+
+    def annotate_for(self, language: str) -> AnnotateConfig:
+        section = self.languages.get(language)
+        return section.annotate if section is not None and section.annotate is not None else self.annotate
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

@@ -136,9 +136,20 @@ def raw_values(raw: Path, pipeline: object | None = None) -> RawFindings:
         if isinstance(item, Ticket):
             for value, entity in deid.found_values(item).items():
                 found.setdefault(value, entity)
+                for piece in _pieces(value):
+                    found.setdefault(piece, entity)
                 if item.ticket_id and value in item.ticket_id:
                     found.setdefault(item.ticket_id, "TICKET_ID")
     return RawFindings(found, deid.is_word)
+
+
+def _pieces(value: str) -> list[str]:
+    """The long runs inside a multi-line value (the body lines of a PEM
+    key): each can leak alone, without the header around it."""
+    if "\n" not in value:
+        return []
+    return [line.strip() for line in value.splitlines()
+            if len(line.strip()) >= 16 and not line.strip().startswith("-----")]
 
 
 def _lines(text: str, needle: Needle) -> Iterator[int]:

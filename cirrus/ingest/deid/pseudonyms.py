@@ -82,6 +82,15 @@ def mask(entity: str, value: str, star: str = "*") -> str:
     return _mask_alnum(value, star, head=2, tail=0)
 
 
+def already_masked(value: str, star: str = "*") -> bool:
+    """Whether ``value`` is a mask this module wrote: it holds the mask
+    character, at least as many of them as letters and digits left visible
+    (``10**``, ``Ja***``, ``ja***@g***.com``, ``1*``), so de-identifying a
+    masked workspace again changes nothing; ``p@ss**word`` is no mask."""
+    stars = value.count(star)
+    return stars >= 1 and stars >= sum(c.isalnum() for c in value)
+
+
 class Pseudonymizer:
     """Replacement values for one ticket."""
 
@@ -100,7 +109,10 @@ class Pseudonymizer:
             candidate = f"<{entity}_{self._tag_counts[entity]}>"
         else:
             candidate = mask(entity, original, self._config.mask_char)
-            if candidate == original:  # nothing maskable: hide it whole
+            if already_masked(original, self._config.mask_char) or (
+                    candidate == original and self._config.mask_char * 3 in original):
+                candidate = original  # "10**", "ja***@g***.com": a second pass changes nothing
+            elif candidate == original:  # nothing maskable: hide it whole
                 candidate = self._config.mask_char * max(len(original), 3)
         base, n = candidate, 1
         while self._taken.get(candidate, original) != original:

@@ -106,6 +106,11 @@ class GroupedPhoneRecognizer(LocalRecognizer):
         return results
 
 
+# a dotted quad after one of these is a version, not an address ("build 1.2.3.4")
+VERSION_WORD = re.compile(r"(?i:\b(?:v|ver|version|release|build|firmware|kernel|rev|revision))\.?\s*[:=]?\s*$",
+                          re.ASCII)
+
+
 class IpAddressRecognizer(LocalRecognizer):
     """IPv4 and IPv6 addresses, with a CIDR suffix when one is written,
     validated with :mod:`ipaddress`.
@@ -149,7 +154,9 @@ class IpAddressRecognizer(LocalRecognizer):
             # an address at the end of a sentence or list ("... 2001:db8::1:")
             while candidate and not self.is_address(candidate) and candidate[-1] in ":.":
                 candidate = candidate[:-1]
-            if candidate and self.is_address(candidate):
+            if candidate and self.is_address(candidate) and not (
+                    "." in candidate and "/" not in candidate and ":" not in candidate
+                    and VERSION_WORD.search(text, max(0, start - 24), start)):
                 results.append(RecognizerResult(
                     self.ENTITY, start, start + len(candidate), self.SCORE,
                     AnalysisExplanation(recognizer=self.name, original_score=self.SCORE,
@@ -230,6 +237,12 @@ _SECRET_FORMATS = (
     re.compile(r"(?P<value>-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[\s\S]*))"),
     re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|sig|signature|password|auth)="
                r"(?P<value>[^&\s#\"']{4,})"),
+    # a random-looking string of 20+ characters (upper and lower case and a
+    # digit) a few words after "secret", "key", "token" or "credential":
+    # "with secret wJalrXUtnFEMI/K7MDENG...", "secret key ak3r2g..."
+    re.compile(r"(?<![A-Za-z0-9])(?i:secret|key|token|credentials?)(?:\s+[A-Za-z]+){0,2}?\s*(?:[:=]|\bis\b)?\s*"
+               r"(?P<value>(?=[A-Za-z0-9/+=_-]*[0-9])(?=[A-Za-z0-9/+=_-]*[a-z])(?=[A-Za-z0-9/+=_-]*[A-Z])"
+               r"[A-Za-z0-9/+=_-]{20,})(?![A-Za-z0-9/+=_-])"),
 )
 _MASKED = re.compile(r"\*{3}|^<[^>]*>$|^\[[^\]]*\]$|^x{4,}$", re.IGNORECASE)
 
