@@ -253,15 +253,6 @@ def _ip_is_personal(text: str, before: str) -> bool:
     return True
 
 
-def _card_prefix(digits: str) -> bool:
-    first = digits[0]
-    if first in "456":
-        return True
-    if first == "3":
-        return digits[1] in "0456789"  # Diners, Amex, JCB
-    return first == "2" and 2221 <= int(digits[:4]) <= 2720  # Mastercard 2-series
-
-
 def _phones(text: str) -> Iterator[tuple[int, str]]:
     for match in _PHONE_CANDIDATE.finditer(text):
         raw = match.group().rstrip(" (.-")
@@ -336,11 +327,13 @@ def _cards(text: str) -> list[Hit]:
     """Luhn-valid numbers with a card network's prefix, 13 to 19 digits."""
     if sum(ch.isdigit() for ch in text) < 13:
         return []
+    from cirrus.ingest.deid.recognizers import card_prefix
+
     found = []
     for r in _recognizers()["card"].analyze(text, ["CREDIT_CARD"]):
         value = text[r.start:r.end]
         digits = re.sub(r"\D", "", value)
-        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and _card_prefix(digits):
+        if 13 <= len(digits) <= 19 and len(set(digits)) > 1 and card_prefix(digits):
             found.append(Hit("card", value, r.start))
     return found
 

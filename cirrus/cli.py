@@ -335,10 +335,13 @@ def pii_eval(
     labels: Annotated[Path, typer.Argument(help="Labelled PII set (presidio-research JSON format).")],
     pipeline: Annotated[str, typer.Option(help="Pipeline config whose de-identification is measured.")] = "default",
     limit: Annotated[Optional[int], typer.Option(help="Only the first N examples.")] = None,
+    language: Annotated[Optional[str], typer.Option(
+        help="Language of the set (en, zh): its de-identifier is measured. Default: detected from the texts.")] = None,
 ) -> None:
     """Measure de-identification recall and precision per entity type."""
     from cirrus.config import ConfigError, load_pipeline
-    from cirrus.ingest.deid.deidentify import Deidentifier
+    from cirrus.ingest.deid.deidentify import Deidentifiers
+    from cirrus.ingest.language import detect_language, normalize_language
     from cirrus.pii_eval import evaluate, load_examples
 
     try:
@@ -347,9 +350,10 @@ def pii_eval(
     except (ValueError, ConfigError, FileNotFoundError) as exc:
         _fail(str(exc))
         return
-    with console.status(f"analysing {len(examples)} examples"):
-        scores = evaluate(Deidentifier(config.deid), examples)
-    table = Table(title=f"de-identification on {labels.name} ({len(examples)} texts, pipeline {config.name})")
+    lang = normalize_language(language) if language else detect_language(e["full_text"] for e in examples)
+    with console.status(f"analysing {len(examples)} examples ({lang})"):
+        scores = evaluate(Deidentifiers(config).for_language(lang), examples)
+    table = Table(title=f"de-identification on {labels.name} ({len(examples)} texts, {lang}, pipeline {config.name})")
     for column in ("entity", "gold", "recall", "masked recall", "detected", "precision"):
         table.add_column(column, justify="left" if column == "entity" else "right")
     for s in scores:

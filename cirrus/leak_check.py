@@ -125,16 +125,19 @@ def raw_values(raw: Path, pipeline: object | None = None) -> RawFindings:
     tickets under ``raw`` (unreadable tickets are skipped: ingest quarantines
     them, and writes nothing of them but a pseudonymous id)."""
     from cirrus.config import load_pipeline
-    from cirrus.ingest.deid.deidentify import Deidentifier
+    from cirrus.ingest.deid.deidentify import Deidentifiers
+    from cirrus.ingest.language import ticket_language
     from cirrus.ingest.readers import read_tickets
     from cirrus.schema import Ticket
 
     config = pipeline or load_pipeline()
-    deid = Deidentifier(config.deid)  # type: ignore[attr-defined]
+    deids = Deidentifiers(config)  # type: ignore[arg-type]
+    deid = deids.base
     found: dict[str, str] = {}
     for item in read_tickets(raw):
         if isinstance(item, Ticket):
-            for value, entity in deid.found_values(item).items():
+            language = ticket_language(item, item.language_given)
+            for value, entity in deids.for_language(language).found_values(item).items():
                 found.setdefault(value, entity)
                 for piece in _pieces(value):
                     found.setdefault(piece, entity)

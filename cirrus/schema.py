@@ -100,6 +100,8 @@ class Ticket:
     language: str = "en"
     status: str = "resolved"
     knowledge: list[KnowledgeDoc] = field(default_factory=list)
+    # whether the input said the language; if not, ingest detects it
+    language_given: bool = False
 
 
 @dataclass(slots=True)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import json
 
 from typer.testing import CliRunner
@@ -21,7 +23,12 @@ def test_score_counts_strict_and_masked_recall_and_precision():
     scores = {s.entity: s for s in score(examples, found)}
     assert (scores["PERSON"].recall, scores["PERSON"].precision) == (1.0, 0.5)
     assert (scores["PHONE_NUMBER"].recall, scores["PHONE_NUMBER"].masked_recall) == (0.0, 1.0)
-    assert scores["EMAIL_ADDRESS"].recall == 0.0 and scores["ACCOUNT_ID"].precision == 0.0
+    assert scores["EMAIL_ADDRESS"].recall == 0.0
+    # the set labels no ACCOUNT_ID at all: a detection of it cannot be judged
+    assert scores["ACCOUNT_ID"].predicted == 1 and math.isnan(scores["ACCOUNT_ID"].precision)
+    wrong = score([{"full_text": "id 12345678", "spans": [
+        {"entity_type": "PHONE_NUMBER", "start_position": 0, "end_position": 2}]}], [[Span(3, 11, "PHONE_NUMBER", 0.5)]])
+    assert wrong[0].precision == 0.0  # a type the set labels, detected where it is not
 
 
 def test_bad_label_file_names_the_item(tmp_path):

@@ -65,7 +65,10 @@ class OracleAgent:
 
 
 def _tokens(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    # the knowledge retriever's tokenizer: bm25s's English rule, jieba for Han text
+    from cirrus.ingest.knowledge import tokenize
+
+    return tokenize(texts)
 
 
 class RetrievalAgent:

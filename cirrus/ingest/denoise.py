@@ -4,6 +4,27 @@ notices.
 A message is filler only when it is short and every sentence of it matches a
 filler rule (a trailing name is ignored: "Have a nice day, Ethan!"); anything
 carrying information (a number, an id, a question about the problem) stays.  Tool calls and results are never dropped.
+
+Messages written in Chinese (any Han character or CJK punctuation) are read
+differently, whatever the configured language; messages without them take
+the English path unchanged:
+
+* length: every Han character counts as a word, plus the Latin words between
+  them (``max_filler_words``);
+* information: besides digits (full-width ``０``-``９`` included), ``@`` and
+  ``://``, a Chinese numeral used as a quantity (``三台``, ``两次``,
+  ``半小时``, ``第二``) or a bare domain keeps the message;
+* sentences: a message is cut into clauses after every run of ``。！？，、；~…``
+  (and their ASCII forms), spaces or not;
+* a clause is filler when it can be cut, from left to right, into pieces that
+  each are a whole match of a filler rule, a vocative (``张先生``, ``王女士``,
+  ``亲``, ``小李``), or decoration (spaces, ``，。！~…``, emoji, ``[微笑]``-style
+  stickers, ``(^_^)``-style faces): so ``好的谢谢张先生~`` is filler when
+  ``好的`` and ``谢谢`` each match a rule.  A question mark is not decoration:
+  it is filler only where a rule allows it (``请问还在吗？`` does,
+  ``好的？`` does not);
+* the message is filler only when every clause is and at least one piece
+  matched a rule (a message that is only a name, ``王女士``, may be an answer).
 """
 
 from __future__ import annotations
@@ -18,6 +39,68 @@ _HAS_DATA = re.compile(r"\d|@|://")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 # a trailing vocative: "Have a nice day, Ethan!" -> "Have a nice day!"
 _VOCATIVE = re.compile(r",\s*[A-Z][\w\x27-]*(?:\s[A-Z][\w\x27-]*)?(?=[.!?]*$)")
+
+# --- Chinese ----------------------------------------------------------------
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Han characters, CJK punctuation (U+3000-303F) and full-width forms (U+FF00-FFEF)
+_CJK_TEXT = re.compile(f"[{_HAN}\u3000-\u303f\uff00-\uffef]")
+_HAN_CHAR = re.compile(f"[{_HAN}]")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+# a clause ends after a run of these (spaces after it are eaten)
+_CLAUSE_PUNCT = "。！？，、；~～…!?,;"
+_ZH_SPLIT = re.compile(f"(?<=[{_CLAUSE_PUNCT}.])(?![{_CLAUSE_PUNCT}.])\\s*")
+# a Chinese numeral counting something: 三台, 两次, 十几个, 半小时, 第二
+_ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿几半"
+_ZH_QUANTITY = re.compile(
+    f"[{_ZH_NUMERAL}]+\\s*(?:台|个|次|天|块|元|角|月|年|号|日|点|小时|钟头|分钟|秒|张|条|笔|份|位|人|间|周|星期|遍|页|核|倍|"
+    f"兆|[GMTK]B?|G|家|种|项|批|层|行|列|组|套|本|节|段|句|封|通|单|处|回|期|岁|米|公里|斤|克|度|毫秒)"
+    f"|第[{_ZH_NUMERAL}]"
+)
+# a domain or dotted name without a scheme: www.example.com, example.cn
+_DOMAIN = re.compile(r"[A-Za-z0-9-]+\.[A-Za-z]{2,}")
+# decoration between and after clauses: spaces, punctuation other than "?",
+# emoji, WeChat-style stickers ([微笑]) and faces ((^_^), ^_^, :) )
+_STICKERS = (
+    "微笑|撇嘴|色|发呆|得意|流泪|害羞|闭嘴|睡|大哭|尴尬|调皮|呲牙|惊讶|难过|酷|冷汗|偷笑|愉快|憨笑|悠闲|奋斗|"
+    "擦汗|鼓掌|坏笑|哈欠|委屈|快哭了|亲亲|可怜|玫瑰|爱心|心|太阳|拥抱|强|握手|胜利|抱拳|拳头|OK|ok|耶|笑脸|"
+    "破涕为笑|捂脸|奸笑|机智|加油|汗|嘿哈|跳跳|转圈|合十|庆祝|礼物|红包|好的|谢谢|赞|点赞|嘿嘿|哈哈|呵呵|害羞"
+)
+_DECOR = re.compile(
+    r"(?:\s|[，,。.！!~～…、；;]|"
+    f"\\[(?:{_STICKERS})\\]|"
+    r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B50\u2764\uFE0F\u200D]|"
+    r"[（(](?:[^\w（）()]|_){1,12}[)）]|\^[_\-\s]*\^|[:：;；]-?[)）DPp])+"
+)
+_ZH_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟"
+    "谭陆汪范金石廖贾夏韦付傅方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢"
+)
+_ZH_TITLES = "先生|女士|小姐|老师|总|经理|工|同学|老板|主管|师傅|总监|律师|医生|博士|教授|阿姨|叔叔|大哥|姐姐|哥|姐"
+_ZH_VOCATIVE = re.compile(
+    f"(?:欧阳|司马|上官|诸葛|东方|皇甫|[{_ZH_SURNAMES}])[{_HAN}]{{0,2}}?(?:{_ZH_TITLES})"
+    f"|[小老阿][{_ZH_SURNAMES}]"
+    r"|(?:尊敬|亲爱)的(?:用户|客户|会员|朋友)|亲爱的|亲亲|亲们|亲|宝宝|宝|客服|客服小姐姐|小姐姐|小哥哥|小哥|老师|师傅|老板|美女|帅哥|各位|朋友|先生|女士"
+)
+
+
+def _is_cjk(text: str) -> bool:
+    return _CJK_TEXT.search(text) is not None
+
+
+def _zh_length(text: str) -> int:
+    return len(_HAN_CHAR.findall(text)) + len(_LATIN_WORD.findall(text))
+
+
+def _zh_has_data(text: str) -> bool:
+    if _HAS_DATA.search(text) or _DOMAIN.search(text):
+        return True
+    for match in _ZH_QUANTITY.finditer(text):
+        # "祝您有美好的一天" wishes a nice day, it does not count days
+        if match.group() == "一天" and text[: match.start()].endswith("的"):
+            continue
+        return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +130,48 @@ class Denoiser:
         text = " ".join(event.text.split())
         if not text:
             return True
+        if _is_cjk(text):
+            return self._zh_filler(text, rules)
         if len(text.split()) > self.max_words or _HAS_DATA.search(text):
             return False
         sentences = [_VOCATIVE.sub("", part) for part in _SENTENCE_END.split(text) if part]
         return all(any(p.fullmatch(sentence) for p in rules) for sentence in sentences)
 
+    def _zh_filler(self, text: str, rules: tuple[re.Pattern[str], ...]) -> bool:
+        if _zh_length(text) > self.max_words or _zh_has_data(text):
+            return False
+        matched_rule = False
+        for clause in _ZH_SPLIT.split(text):
+            if not clause:
+                continue
+            result = _segment(clause, rules)
+            if result is None:
+                return False
+            matched_rule = matched_rule or result
+        return matched_rule
+
     def __call__(self, ticket: Ticket) -> Ticket:
         return replace(ticket, events=[e for e in ticket.events if not self.is_filler(e)])
+
+
+def _segment(clause: str, rules: tuple[re.Pattern[str], ...]) -> bool | None:
+    """Cut ``clause`` into rule matches, vocatives and decoration.
+
+    Returns None when it cannot be cut so, else whether some piece matched a
+    rule.  ``best[i]`` is None when ``clause[:i]`` cannot be cut, else whether
+    some cut of it uses a rule."""
+    n = len(clause)
+    best: list[bool | None] = [None] * (n + 1)
+    best[0] = False
+    for i in range(n):
+        if best[i] is None:
+            continue
+        for j in range(i + 1, n + 1):
+            if best[j]:
+                continue
+            piece = clause[i:j]
+            if any(p.fullmatch(piece) for p in rules):
+                best[j] = True
+            elif _DECOR.fullmatch(piece) or _ZH_VOCATIVE.fullmatch(piece):
+                best[j] = best[i] or bool(best[j])
+    return best[n]

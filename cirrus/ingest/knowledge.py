@@ -4,14 +4,26 @@ A ticket's own documents are kept (the most relevant five when it brings
 more); a ticket without any gets the top five of a knowledge folder
 (``--kb DIR`` of Markdown or text files).  Relevance is BM25 (``bm25s``) of
 a document against the ticket's customer text.
+
+Tokenization is language-aware: a text without Han characters is tokenized
+exactly as bm25s does for English (lower-cased ``\\w\\w+`` tokens minus its
+English stop words); in a text with Han characters, Han runs are segmented
+by ``jieba`` (search mode, Chinese stop words dropped) and the runs between
+them get the English rule.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
+import re
+import threading
+import warnings
 from pathlib import Path
 
 import bm25s
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 
 from cirrus.schema import KnowledgeDoc
 
@@ -22,8 +34,65 @@ class KnowledgeError(ValueError):
     pass
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+_HAN_RUN = re.compile("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f]+)")
+# bm25s's own English rule, read from bm25s so that the two cannot drift apart
+_EN_TOKEN = re.compile(inspect.signature(bm25s.tokenize).parameters["token_pattern"].default)
+_EN_STOPWORDS = frozenset(STOPWORDS_EN)
+# function words and politeness that say nothing about a support topic
+ZH_STOPWORDS = frozenset("""
+的 地 得 了 着 过 是 我 我们 您 你 你们 他 她 它 他们 这 那 这个 那个 这些 那些 这边 那边 这里 那里
+吗 呢 吧 啊 呀 哦 噢 嘛 哈 啦 么 在 有 没 和 与 及 或 跟 同 就 也 都 还 又 再 才 很 太 挺 非常
+请 请问 麻烦 一下 一个 一些 下 个 些 把 被 给 让 对 向 从 到 于 为 为了 因为 所以 但 但是 而 并 如果
+就是 什么 怎么 怎么办 怎么样 如何 为什么 可以 能 能够 会 要 想 需要 应该 已经 现在 刚才 今天 一直 好的
+谢谢 感谢 您好 你好 客服 问题 情况 一样 之后 之前 时候 以及 还是 或者 然后 不过 其实 可能
+""".split())
+
+_jieba = None
+_jieba_lock = threading.Lock()
+
+
+def _segmenter():
+    """jieba, quiet and initialised once per process (on first Chinese text)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                with warnings.catch_warnings():  # jieba's old regex literals
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    warnings.simplefilter("ignore", SyntaxWarning)
+                    import jieba
+
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba = jieba
+    return _jieba
+
+
+def _english_tokens(text: str) -> list[str]:
+    return [t for t in _EN_TOKEN.findall(text.lower()) if t not in _EN_STOPWORDS]
+
+
+def _mixed_tokens(text: str) -> list[str]:
+    jieba = _segmenter()
+    tokens: list[str] = []
+    for i, run in enumerate(_HAN_RUN.split(text)):
+        if i % 2 == 0:  # between Han runs
+            tokens.extend(_english_tokens(run))
+        else:
+            tokens.extend(w for w in jieba.lcut_for_search(run) if w.strip() and w not in ZH_STOPWORDS)
+    return tokens
+
+
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """BM25 tokens of each text (see the module docstring).  Texts without
+    Han characters get exactly what ``bm25s.tokenize(..., stopwords="en")``
+    gives them."""
+    if not any(_HAN_RUN.search(t) for t in texts):
+        return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    return [_mixed_tokens(t) if _HAN_RUN.search(t) else _english_tokens(t) for t in texts]
+
+
+_tokenize = tokenize
 
 
 def rank(docs: list[KnowledgeDoc], query: str, k: int) -> list[KnowledgeDoc]:

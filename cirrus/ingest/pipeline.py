@@ -25,8 +25,9 @@ from cirrus.ingest.annotate.base import Annotator
 from cirrus.ingest.annotate.rules import RuleAnnotator
 from cirrus.ingest.canonical import canonicalize
 from cirrus.ingest.cassettes import build_cassette, normalize_arguments
-from cirrus.ingest.deid.deidentify import Deidentifier
+from cirrus.ingest.deid.deidentify import Deidentifiers
 from cirrus.ingest.denoise import Denoiser
+from cirrus.ingest.language import ticket_language
 from cirrus.ingest.knowledge import KnowledgeBase, select_knowledge
 from cirrus.ingest.tasks import Dialogue, build_task
 from cirrus.ingest.tool_schemas import infer_tool_schemas, merge_schemas
@@ -80,19 +81,37 @@ class TicketProcessor:
                  tool_schemas: dict[str, dict[str, Any]] | None = None,
                  annotator: AnnotatorSpec = AnnotatorSpec()) -> None:
         self.config = config
-        self.deid = Deidentifier(config.deid)
-        self.denoise = Denoiser.from_config(config.denoise)
+        self.deids = Deidentifiers(config)
+        self.deid = self.deids.base
         self.kb = KnowledgeBase(kb_docs) if kb_docs else None
         self.tool_schemas = tool_schemas or {}
-        rules = RuleAnnotator.from_config(config.annotate)
-        self.annotator: Annotator = rules
-        if annotator.endpoint is not None:
-            from cirrus.ingest.annotate.llm import LLMAnnotator
+        self._annotator_spec = annotator
+        self._denoisers: dict[str, Denoiser] = {}
+        self._annotators: dict[str, Annotator] = {}
+        self.annotator = self.annotator_for(config.deid.language)
 
-            self.annotator = LLMAnnotator(annotator.endpoint, fallback=rules)
+    def denoiser_for(self, language: str) -> Denoiser:
+        if language not in self._denoisers:
+            self._denoisers[language] = Denoiser.from_config(self.config.denoise_for(language))
+        return self._denoisers[language]
+
+    def annotator_for(self, language: str) -> Annotator:
+        """The rules of ``language`` (or the base ones); an LLM annotator when
+        one is configured, with those rules as its fallback."""
+        if language not in self._annotators:
+            rules = RuleAnnotator.from_config(self.config.annotate_for(language))
+            annotator: Annotator = rules
+            if self._annotator_spec.endpoint is not None:
+                from cirrus.ingest.annotate.llm import LLMAnnotator
+
+                annotator = LLMAnnotator(self._annotator_spec.endpoint, fallback=rules)
+            self._annotators[language] = annotator
+        return self._annotators[language]
 
     def __call__(self, ticket: Ticket) -> Processed | Skipped:
-        clean, pii = self.deid.deidentify(self.denoise(ticket))
+        language = ticket_language(ticket, ticket.language_given)
+        annotator = self.annotator_for(language)
+        clean, pii = self.deids.for_language(language).deidentify(self.denoiser_for(language)(ticket))
         dialogue = Dialogue.split(canonicalize(clean))
         if not dialogue.pairs:
             return Skipped(ticket.origin, clean.ticket_id, "no agent reply to a customer message after denoising")
@@ -100,22 +119,22 @@ class TicketProcessor:
         for exchange in exchanges:
             exchange.arguments = normalize_arguments(exchange.arguments)
         cassette = build_cassette(exchanges)
-        fallbacks_before = getattr(self.annotator, "fallbacks", 0)
+        fallbacks_before = getattr(annotator, "fallbacks", 0)
         knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs)
         task = build_task(
             task_id=clean.ticket_id,  # its pseudonym when the id holds personal data
             category=clean.category,
             channel=clean.channel,
-            language=ticket.language,
+            language=language,
             dialogue=dialogue,
             knowledge=knowledge,
             tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
             cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
-            annotator=self.annotator,
+            annotator=annotator,
         )
         source = "ticket" if clean.knowledge else ("kb" if knowledge else "none")
         return Processed(task.model_dump(mode="json"), cassette, pii, source,
-                         getattr(self.annotator, "fallbacks", 0) > fallbacks_before)
+                         getattr(annotator, "fallbacks", 0) > fallbacks_before)
 
 
 # --- executors ---------------------------------------------------------------

@@ -30,10 +30,11 @@ from presidio_analyzer import RecognizerResult
 from presidio_anonymizer import AnonymizerEngine
 from presidio_anonymizer.entities import OperatorConfig
 
-from cirrus.config import DeidConfig
+from cirrus.config import DeidConfig, LanguageDeidConfig, PipelineConfig
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
 from cirrus.ingest.deid.ids import pseudonymous_id
+from cirrus.ingest.deid.recognizers import not_a_phone
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
 from cirrus.schema import Event, KnowledgeDoc, Ticket
 
@@ -41,11 +42,22 @@ from cirrus.schema import Event, KnowledgeDoc, Ticket
 # wins: a Luhn-valid card number is not also a phone number.
 ENTITY_PRIORITY = {
     "URL_CREDENTIALS": 9, "EMAIL_ADDRESS": 8, "CLOUD_ACCESS_KEY": 8, "CREDIT_CARD": 7, "IBAN_CODE": 7, "SECRET": 7,
-    "CN_RESIDENT_ID": 7, "US_SSN": 6, "IP_ADDRESS": 6, "RESOURCE_ID": 5, "PHONE_NUMBER": 4,
-    "ACCOUNT_ID": 3, "STREET_ADDRESS": 3, "DATE_OF_BIRTH": 2, "PERSON": 1,
+    "CN_RESIDENT_ID": 8, "US_SSN": 6, "IP_ADDRESS": 6, "RESOURCE_ID": 5, "PHONE_NUMBER": 4,
+    "ACCOUNT_ID": 3, "STREET_ADDRESS": 3, "DATE_OF_BIRTH": 2, "PERSON": 1, "PASSPORT_NUMBER": 6,
+    "CN_LICENSE_PLATE": 5,
 }
 _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _long_enough(value: str, entity: str) -> bool:
+    """Whether a found value is replaced wherever it occurs: names of 3
+    characters or more ("Li" and "Ann" sit inside words), Chinese names of
+    2 or more (张伟; a surname alone, 张, is not), any other type."""
+    if entity != "PERSON":
+        return True
+    return len(value) >= (2 if _HAN.match(value) else _MIN_VOCAB_LEN)
 # NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
 _NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
 _HANDLE = re.compile(r"([a-z]{3,})[._]([a-z]{2,})[._]?\d*")
@@ -120,18 +132,22 @@ class _Slot:
 class Deidentifier:
     """Holds the analyzer (one per process: loading spaCy takes seconds)."""
 
-    def __init__(self, config: DeidConfig, cache_size: int = 50_000) -> None:
+    def __init__(self, config: DeidConfig, cache_size: int = 50_000, language: str | None = None,
+                 extra: LanguageDeidConfig | None = None) -> None:
+        """``language``: the language of the texts (the pipeline's base one
+        by default); ``extra``: what that language adds (``[languages.<code>.deid]``)."""
         self.config = config
-        self.analyzer = build_analyzer(config)
+        self.language = language or config.language
+        self.analyzer = build_analyzer(config, self.language, extra)
         self.anonymizer = AnonymizerEngine()
         self._nlp_engine = self.analyzer.nlp_engine
-        self._blank = spacy.blank(config.language)
+        self._blank = spacy.blank(self.language)
         self._common = common_words(config.spacy_model)
         self._dictionary = common_words(config.spacy_model, include_nouns=True)
         given, family = name_lists()
         self._known_names = given | family
         self._entities = list(config.entities)
-        self.allow = frozenset(v.lower() for v in config.allow_list)
+        self.allow = frozenset(v.lower() for v in [*config.allow_list, *(extra.allow_list if extra else [])])
         self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
         self._cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[Span, ...]] = OrderedDict()
         self._cache_size = cache_size
@@ -174,7 +190,7 @@ class Deidentifier:
         todo = [i for i, r in enumerate(out) if r is None]
         ner_idx = [i for i in todo if requests[i][2]]
         plain_idx = [i for i in todo if not requests[i][2]]
-        lang = self.config.language
+        lang = self.language
         if ner_idx:
             docs = self._nlp_engine.nlp[lang].pipe([requests[i][0] for i in ner_idx], batch_size=32)
             first_docs = {}
@@ -196,7 +212,7 @@ class Deidentifier:
         output again changes nothing more.  What the first look named
         otherwise (an ORG: "Harborline Freight") stays, unless that entity
         ran into a value found."""
-        lang = self.config.language
+        lang = self.language
         again = [i for i in first_docs if out[i]]
         if not again:
             return
@@ -226,7 +242,7 @@ class Deidentifier:
         text, context, _ = request
         results = self.analyzer.analyze(
             text,
-            language=self.config.language,
+            language=self.language,
             entities=self._entities,
             nlp_artifacts=artifacts,
             context=list(context) or None,
@@ -241,6 +257,8 @@ class Deidentifier:
                 continue
             if self._masked_run in text[r.start : r.end] or self._star in (text[r.start - 1 : r.start] + text[r.end : r.end + 1]):
                 continue  # part of a value masked already ("Ja" of Ja***): de-identifying twice changes nothing
+            if r.entity_type == "PHONE_NUMBER" and not_a_phone(text[r.start : r.end]):
+                continue
             if r.entity_type == "PHONE_NUMBER" and _GLUED.search(text[max(0, r.start - 1) : r.start] + "|" + text[r.end : r.end + 1]):
                 continue  # digits inside an identifier: gift_card_1647044
             kept.append(Span(r.start, r.end, r.entity_type, r.score))
@@ -308,7 +326,7 @@ class Deidentifier:
         entity type: what de-identification replaces (``cirrus audit --raw``
         searches a workspace for them)."""
         vocabulary, spans_by_text = self._detect_ticket(ticket)
-        found = {v: e for v, e in vocabulary.items() if len(v) >= _MIN_VOCAB_LEN or e != "PERSON"}
+        found = {v: e for v, e in vocabulary.items() if _long_enough(v, e)}
         for text, spans in spans_by_text.items():
             for span in spans:
                 found.setdefault(text[span.start:span.end], span.entity)
@@ -454,6 +472,29 @@ _DIGIT_SEPARATORS = r"[\s.\-/()]{0,3}"
 _DIGITS_ONLY = re.compile(r"\+?[\d\s.\-/()]+")
 
 
+class Deidentifiers:
+    """One :class:`Deidentifier` per language a pipeline knows, built when a
+    ticket in that language first comes (a language's models load once)."""
+
+    def __init__(self, pipeline: PipelineConfig) -> None:
+        self.pipeline = pipeline
+        self._by_language: dict[str, Deidentifier] = {pipeline.deid.language: Deidentifier(pipeline.deid)}
+
+    @property
+    def base(self) -> Deidentifier:
+        return self._by_language[self.pipeline.deid.language]
+
+    def for_language(self, language: str) -> Deidentifier:
+        """The de-identifier for ``language``: its own when the pipeline has
+        a ``[languages.<code>]`` section, else the base one."""
+        if language not in self.pipeline.languages:
+            return self.base
+        if language not in self._by_language:
+            section = self.pipeline.languages[language]
+            self._by_language[language] = Deidentifier(self.pipeline.deid, language=language, extra=section.deid)
+        return self._by_language[language]
+
+
 def _masked_view(text: str, spans: Iterable[Span], star: str) -> tuple[str, list[tuple[int, int, int]]]:
     """``text`` with each span replaced by its mask, and the unmasked
     segments as (start in the view, start in ``text``, length)."""
@@ -572,7 +613,7 @@ class _TicketRewriter:
 
     def __init__(self, deid: Deidentifier, vocabulary: dict[str, str], spans_by_text: dict[str, list[Span]]) -> None:
         self._deid = deid
-        self._vocabulary = {v: e for v, e in vocabulary.items() if len(v) >= _MIN_VOCAB_LEN or e != "PERSON"}
+        self._vocabulary = {v: e for v, e in vocabulary.items() if _long_enough(v, e)}
         self._spans_by_text = spans_by_text
         self._pseudonyms = Pseudonymizer(deid.config.replacement)
         self.counts: Counter[str] = Counter()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import spacy
-from presidio_analyzer import AnalyzerEngine, Pattern, PatternRecognizer, RecognizerRegistry
+from presidio_analyzer import AnalyzerEngine, EntityRecognizer, Pattern, PatternRecognizer, RecognizerRegistry
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
 from presidio_analyzer.predefined_recognizers import (
@@ -23,7 +23,7 @@ from presidio_analyzer.predefined_recognizers import (
     UsSsnRecognizer,
 )
 
-from cirrus.config import DeidConfig, PatternRecognizerConfig
+from cirrus.config import DeidConfig, LanguageDeidConfig, PatternRecognizerConfig
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
 from cirrus.ingest.deid.recognizers import (
     GroupedPhoneRecognizer,
@@ -66,13 +66,22 @@ def _pattern_recognizer(spec: PatternRecognizerConfig, language: str) -> Pattern
     )
 
 
-def build_registry(config: DeidConfig) -> RecognizerRegistry:
-    lang = config.language
+def build_registry(config: DeidConfig, language: str | None = None,
+                   extra: LanguageDeidConfig | None = None) -> RecognizerRegistry:
+    """The recognizers for ``language`` (the base one by default).  Another
+    language gets the base pattern and code recognizers that do not depend
+    on English (phones, cards, IPs, keys, secrets, ...), ``extra``'s
+    recognizers, and Cirrus's own for the language (Chinese:
+    :mod:`cirrus.ingest.deid.zh`, which also finds e-mails next to CJK text);
+    English NER and the English name gazetteer stay with the base language."""
+    lang = language or config.language
+    base = lang == config.language
     wanted = set(config.entities)
     registry = RecognizerRegistry(supported_languages=[lang])
+    english = [SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]),
+               EmailRecognizer(supported_language=lang)] if base else []
     builtin = [
-        SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]),
-        EmailRecognizer(supported_language=lang),
+        *english,
         ObfuscatedEmailRecognizer(supported_language=lang),
         ValidatedPhoneRecognizer(supported_language=lang, supported_regions=tuple(config.phone_regions)),
         GroupedPhoneRecognizer(supported_language=lang),
@@ -83,21 +92,34 @@ def build_registry(config: DeidConfig) -> RecognizerRegistry:
         UsSsnRecognizer(supported_language=lang),
         SecretRecognizer(supported_language=lang),
     ]
+    if not base and (extra is None or extra.builtin_recognizers):
+        builtin += language_recognizers(lang)
     for recognizer in builtin:
         if wanted & set(recognizer.supported_entities):
             registry.add_recognizer(recognizer)
-    for spec in config.recognizers:
+    for spec in [*config.recognizers, *(extra.recognizers if extra else [])]:
         if spec.entity in wanted:
             registry.add_recognizer(_pattern_recognizer(spec, lang))
-    if config.person_gazetteer and "PERSON" in wanted:
+    if base and config.person_gazetteer and "PERSON" in wanted:
         registry.add_recognizer(PersonGazetteerRecognizer(supported_language=lang, model_name=config.spacy_model))
     return registry
 
 
-def build_analyzer(config: DeidConfig) -> AnalyzerEngine:
+def language_recognizers(language: str) -> list[EntityRecognizer]:
+    """Cirrus's own recognizers for a language other than English."""
+    if language == "zh":
+        from cirrus.ingest.deid.zh import chinese_recognizers
+
+        return chinese_recognizers(language)
+    return []
+
+
+def build_analyzer(config: DeidConfig, language: str | None = None,
+                   extra: LanguageDeidConfig | None = None) -> AnalyzerEngine:
     use_bundled_suffix_list()
+    lang = language or config.language
     nlp_engine = SpacyNlpEngine(
-        models=[{"lang_code": config.language, "model_name": config.spacy_model}],
+        models=[{"lang_code": lang, "model_name": config.spacy_model}],
         ner_model_configuration=NerModelConfiguration(
             model_to_presidio_entity_mapping={"PERSON": "PERSON", "PER": "PERSON"},
             labels_to_ignore=["ORG", "GPE", "LOC", "NORP", "FAC", "DATE", "TIME", "CARDINAL", "MONEY",
@@ -106,11 +128,13 @@ def build_analyzer(config: DeidConfig) -> AnalyzerEngine:
         ),
     )
     # SpacyNlpEngine.load() would download a missing model; load it ourselves.
-    nlp_engine.nlp = {config.language: load_spacy(config.spacy_model)}
+    # Another language gets a blank pipeline (tokens only): its names come
+    # from its own recognizers, not from an English NER model.
+    nlp_engine.nlp = {lang: load_spacy(config.spacy_model) if lang == config.language else spacy.blank(lang)}
     return AnalyzerEngine(
-        registry=build_registry(config),
+        registry=build_registry(config, lang, extra),
         nlp_engine=nlp_engine,
-        supported_languages=[config.language],
+        supported_languages=[lang],
         default_score_threshold=config.score_threshold,
         # Presidio looks 5 keywords back; support chats put the context word
         # a little further ("call me back on ...", "card number is ...").

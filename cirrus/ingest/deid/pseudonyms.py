@@ -44,9 +44,35 @@ def _mask_alnum(value: str, star: str, head: int, tail: int) -> str:
     return "".join(star if i in hidden else ch for i, ch in enumerate(value))
 
 
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_COMPOUND_SURNAMES = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "尉迟", "公孙", "慕容", "长孙", "宇文", "司徒",
+                      "夏侯", "令狐", "端木", "独孤", "南宫", "西门", "轩辕", "呼延", "申屠", "澹台", "公冶", "太史")
+# the address kept: up to the district or county ("浙江省杭州市西湖区"), never more than 9 characters
+_ADDRESS_HEAD = re.compile("^.{0,9}?(?:区|县|旗)|^.{0,6}?市")
+
+
+def _mask_chinese(entity: str, value: str, star: str) -> str:
+    """Masks for values written in Chinese: a name keeps its surname
+    (王**, 欧阳**), an address its province, city and district
+    (杭州市西湖区****), a plate its province and letter (京B*****); one
+    mask character per hidden character."""
+    if entity == "PERSON":
+        surname = 2 if value.startswith(_COMPOUND_SURNAMES) and len(value) > 2 else 1
+        return value[:surname] + star * max(len(value) - surname, 1)
+    if entity == "STREET_ADDRESS":
+        head = _ADDRESS_HEAD.match(value)
+        kept = head.end() if head and head.end() < len(value) else 0
+        return value[:kept] + star * max(len(value) - kept, 3)
+    if entity == "CN_LICENSE_PLATE":
+        return value[:2] + star * max(len(value) - 2, 3)
+    return star * max(len(value), 3)
+
+
 def mask(entity: str, value: str, star: str = "*") -> str:
     """The format-shaped mask of one value (pure; collisions handled by
     :class:`Pseudonymizer`)."""
+    if _HAN.search(value):
+        return _mask_chinese(entity, value, star)
     if entity == "PERSON":
         return " ".join(_mask_word(part, star) for part in value.split())
     if entity == "EMAIL_ADDRESS" and "@" in value:

@@ -44,7 +44,39 @@ class LuhnCardRecognizer(PatternRecognizer):
 
     def validate_result(self, pattern_text: str) -> bool | None:
         digits = re.sub(r"[ .-]", "", pattern_text)
-        return 12 <= len(digits) <= 19 and luhn(digits)
+        return 12 <= len(digits) <= 19 and luhn(digits) and card_prefix(digits)
+
+
+def card_prefix(digits: str) -> bool:
+    """Whether ``digits`` start like a card of a network (Visa 4, Mastercard
+    5 and 2221-2720, Amex/Diners/JCB 3, JCB 1800/2131, Discover/UnionPay 6): order numbers
+    and timestamps starting with 1 or 20 that happen to pass Luhn are not
+    cards."""
+    first = digits[0]
+    if first in "456":
+        return True
+    if first == "3":
+        return digits[1:2] in tuple("0456789")
+    if len(digits) == 15 and digits.startswith(("1800", "2131")):
+        return True  # JCB's 15-digit numbers
+    return first == "2" and len(digits) >= 4 and 2221 <= int(digits[:4]) <= 2720
+
+
+_TOLL_FREE = re.compile(r"^(?:86|0086)?[48]00\d{7}$|^8(?:00|33|44|55|66|77|88)\d{7}$")
+_NA_COUNTRY = re.compile(r"^\+?1[\s.-]")  # "1-800-..." (a bare 1866... is a Chinese mobile)
+_DATE_HEAD = re.compile(r"^(?:19|20)\d\d[-./](?:0?[1-9]|1[0-2])[-./]")
+
+
+def not_a_phone(number: str) -> bool:
+    """Digit runs a phone recognizer may take that name no person: fewer
+    than 7 digits (amounts: "1645元"), company hotlines and toll-free
+    numbers (400/800 in China, 1-800 and kin in North America), and a date
+    glued to a time ("2024-09-2306:15")."""
+    number = number.strip()
+    digits = re.sub(r"\D", "", number)
+    if _NA_COUNTRY.match(number):
+        digits = digits[1:]
+    return len(digits) < 7 or bool(_TOLL_FREE.match(digits)) or bool(_DATE_HEAD.match(number))
 
 
 class GroupedPhoneRecognizer(LocalRecognizer):

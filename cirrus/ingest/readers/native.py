@@ -63,6 +63,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         category=opt_str(ticket, "category", ticket_id),
         channel=opt_str(ticket, "channel", ticket_id),
         language=opt_str(ticket, "language", ticket_id, "en") or "en",
+        language_given=bool(opt_str(ticket, "language", ticket_id, "")),
         status=opt_str(ticket, "status", ticket_id, "resolved") or "resolved",
         knowledge=parse_knowledge(ticket.get("knowledge"), ticket_id),
     )

@@ -116,6 +116,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         category=opt_str(record, "category", ticket_id),
         channel=opt_str(record, "channel", ticket_id),
         language=opt_str(record, "language", ticket_id, "en") or "en",
+        language_given=bool(opt_str(record, "language", ticket_id, "")),
         status=status,
         knowledge=knowledge + parse_knowledge(record.get("knowledge"), ticket_id),
     )
