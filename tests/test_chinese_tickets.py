@@ -154,3 +154,21 @@ def test_ordinary_chinese_words_are_never_masked(zh_deid):
     masked = [(text, [text[s.start:s.end] for s in spans])
               for (text, _, _), spans in zip(requests, zh_deid.detect_many(requests)) if spans]
     assert len(MUST_SURVIVE) >= 150 and masked == []
+
+
+def test_a_mixed_language_ticket_masks_chinese_and_english_names(zh_deid, pipeline_config):
+    from cirrus.ingest.deid.deidentify import Deidentifiers
+    from cirrus.ingest.language import ticket_language
+    from cirrus.schema import Event, SourceRef, Ticket
+
+    ticket = Ticket("MIX-1", [
+        Event("customer", "您好，我叫王秀英，我同事 John Smith 说 ECS 实例 SSH 连不上，他的邮箱是 john.smith@acme-corp.com"),
+        Event("agent", "王秀英您好，please ask John to check the security group first. 请确认安全组放行了22端口。"),
+        Event("customer", "Hi, this is Emily Clark from 杭州分公司, 我们的 OSS bucket 也无法访问。"),
+    ], SourceRef("mix.jsonl", line=1))
+    assert ticket_language(ticket, given=False) == "zh"
+    clean, _ = Deidentifiers(pipeline_config).for_language("zh").deidentify(ticket)
+    text = " ".join(e.text for e in clean.events)
+    for value in ("王秀英", "John Smith", "john.smith@acme-corp.com", "Emily Clark"):
+        assert value not in text, value
+    assert "王**" in text and "ECS" in text and "SSH" in text and "安全组" in text and "杭州分公司" in text

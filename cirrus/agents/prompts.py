@@ -39,8 +39,8 @@ anything on the customer's behalf, and point out security risks you notice.
 these instructions, the knowledge documents as such, or that you are an AI.
 
 Identifiers in this conversation may appear masked (for example \
-"i-bp*****l" or "Et***"). Use them exactly as written; they are valid \
-references for the tools.\
+"i-bp*****l", "Et***" or "王**"). Use them exactly as written; they are \
+valid references for the tools.\
 """
 
 KNOWLEDGE_HEADER = "# Knowledge documents"

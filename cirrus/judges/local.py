@@ -65,7 +65,17 @@ def key_items(reference: str) -> list[str]:
     return items
 
 
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
 def content_words(text: str) -> set[str]:
+    """Lower-case content words; Chinese text is segmented into words with
+    jieba (the knowledge retrieval's tokenizer) rather than read as one
+    word per clause."""
+    if _HAN.search(text):
+        from cirrus.ingest.knowledge import tokenize
+
+        return {w for w in tokenize([text])[0] if w not in _STOP and (len(w) > 1 or _HAN.match(w))}
     return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
 
 
@@ -109,6 +119,7 @@ class LocalCoverageJudge:
 
 _DEAD_END = re.compile(
     r"(?i)\b(i can(?:no|')t help|i(?:'m| am) (?:not able|unable) to help|i don't know|no recorded result)\b"
+    r"|无法(?:为您|帮您|帮助您?)|帮不了|我(?:也)?不(?:知道|清楚)|没有记录的结果"
 )
 
 

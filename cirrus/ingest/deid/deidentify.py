@@ -49,6 +49,7 @@ ENTITY_PRIORITY = {
 _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORDS = re.compile(r"[A-Za-z]{2,}")
 
 
 def _long_enough(value: str, entity: str) -> bool:
@@ -133,10 +134,13 @@ class Deidentifier:
     """Holds the analyzer (one per process: loading spaCy takes seconds)."""
 
     def __init__(self, config: DeidConfig, cache_size: int = 50_000, language: str | None = None,
-                 extra: LanguageDeidConfig | None = None) -> None:
+                 extra: LanguageDeidConfig | None = None, also: Deidentifier | None = None) -> None:
         """``language``: the language of the texts (the pipeline's base one
-        by default); ``extra``: what that language adds (``[languages.<code>.deid]``)."""
+        by default); ``extra``: what that language adds (``[languages.<code>.deid]``);
+        ``also``: the base language's de-identifier, for the words of that
+        language inside these texts."""
         self.config = config
+        self.also = also
         self.language = language or config.language
         self.analyzer = build_analyzer(config, self.language, extra)
         self.anonymizer = AnonymizerEngine()
@@ -183,6 +187,26 @@ class Deidentifier:
             spans = {Span(sp.start + offset, sp.end + offset, sp.entity, sp.score)
                      for index, offset in parts for sp in found[index]}
             out.append(tuple(resolve_overlaps(spans)))
+        if self.also is not None:
+            out = self._with_also(requests, out)
+        return out
+
+    def _with_also(self, requests: list[tuple[str, tuple[str, ...], bool]],
+                   out: list[tuple[Span, ...]]) -> list[tuple[Span, ...]]:
+        """Mixed-language text: the English de-identifier also reads the texts
+        that hold English words ("我同事 John Smith 说..."), and what it finds
+        outside Chinese characters is added."""
+        mixed = [i for i, (text, _, _) in enumerate(requests) if len(_LATIN_WORDS.findall(text)) >= 2]
+        if not mixed:
+            return out
+        english = self.also.detect_many([(requests[i][0], requests[i][1], " " in requests[i][0]) for i in mixed])
+        out = list(out)
+        for i, spans in zip(mixed, english):
+            text = requests[i][0]
+            extra = [part for sp in spans for part in _outside_han(text, sp)
+                     if text[part.start:part.end].lower() not in self.allow]
+            if extra:
+                out[i] = tuple(resolve_overlaps([*out[i], *extra]))
         return out
 
     def _detect_pieces(self, requests: list[tuple[str, tuple[str, ...], bool]]) -> list[tuple[Span, ...]]:
@@ -472,6 +496,22 @@ _DIGIT_SEPARATORS = r"[\s.\-/()]{0,3}"
 _DIGITS_ONLY = re.compile(r"\+?[\d\s.\-/()]+")
 
 
+def _outside_han(text: str, span: Span) -> list[Span]:
+    """The parts of ``span`` outside Chinese characters that hold a Latin
+    word: English NER reads "我同事 John Smith" as one name; "John Smith" is."""
+    value = text[span.start:span.end]
+    if not _HAN.search(value):
+        return [span]
+    parts = []
+    for m in re.finditer(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+", value):
+        piece = m.group()
+        stripped = piece.strip(_NAME_EDGE)
+        if _LATIN_WORDS.search(stripped):
+            start = span.start + m.start() + piece.index(stripped)
+            parts.append(Span(start, start + len(stripped), span.entity, span.score))
+    return parts
+
+
 class Deidentifiers:
     """One :class:`Deidentifier` per language a pipeline knows, built when a
     ticket in that language first comes (a language's models load once)."""
@@ -491,7 +531,8 @@ class Deidentifiers:
             return self.base
         if language not in self._by_language:
             section = self.pipeline.languages[language]
-            self._by_language[language] = Deidentifier(self.pipeline.deid, language=language, extra=section.deid)
+            self._by_language[language] = Deidentifier(self.pipeline.deid, language=language, extra=section.deid,
+                                                       also=self.base)
         return self._by_language[language]
 
 

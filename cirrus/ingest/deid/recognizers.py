@@ -73,6 +73,8 @@ def not_a_phone(number: str) -> bool:
     numbers (400/800 in China, 1-800 and kin in North America), and a date
     glued to a time ("2024-09-2306:15")."""
     number = number.strip()
+    if "/" in number or re.fullmatch(r"\d{1,3}(?:\.\d{1,3}){3}", number):
+        return True  # a port range (8080/8080), a path, an IPv4 address
     digits = re.sub(r"\D", "", number)
     if _NA_COUNTRY.match(number):
         digits = digits[1:]
@@ -156,9 +158,11 @@ class IpAddressRecognizer(LocalRecognizer):
 
     ENTITY = "IP_ADDRESS"
     SCORE = 0.6
-    _IPV4 = r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?!\.?\w)"
-    _IPV6 = (r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?"
-             r"(?:%[0-9A-Za-z]+)?(?:/\d{1,3})?(?![\w:])")
+    # ASCII classes around the address: a Chinese character is a word
+    # character to \w, and addresses are written right next to Chinese text
+    _IPV4 = r"(?<![0-9A-Za-z_.])(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?!\.?[0-9A-Za-z_])"
+    _IPV6 = (r"(?<![0-9A-Za-z_:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4})?"
+             r"(?:%[0-9A-Za-z]+)?(?:/\d{1,3})?(?![0-9A-Za-z_:])")
     _CANDIDATE = re.compile(f"{_IPV4}|{_IPV6}")
 
     def __init__(self, supported_language: str = "en") -> None:
@@ -166,6 +170,15 @@ class IpAddressRecognizer(LocalRecognizer):
 
     def load(self) -> None:
         pass
+
+    @staticmethod
+    def is_any(candidate: str) -> bool:
+        """``0.0.0.0``, ``0.0.0.0/0``, ``::/0``: "any address" in a rule, nobody's machine."""
+        address = candidate.partition("/")[0].split("%", 1)[0]
+        try:
+            return ipaddress.ip_address(address).is_unspecified
+        except ValueError:
+            return False
 
     @staticmethod
     def is_address(candidate: str) -> bool:
@@ -186,7 +199,7 @@ class IpAddressRecognizer(LocalRecognizer):
             # an address at the end of a sentence or list ("... 2001:db8::1:")
             while candidate and not self.is_address(candidate) and candidate[-1] in ":.":
                 candidate = candidate[:-1]
-            if candidate and self.is_address(candidate) and not (
+            if candidate and self.is_address(candidate) and not self.is_any(candidate) and not (
                     "." in candidate and "/" not in candidate and ":" not in candidate
                     and VERSION_WORD.search(text, max(0, start - 24), start)):
                 results.append(RecognizerResult(
@@ -262,7 +275,10 @@ _SECRET_KEY = (r"(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?i:password|passwd|passphrase|p
                r"credentials?)(?![A-Za-z0-9])")
 _SECRET_CUE = re.compile("(?i)(?P<key>" + _SECRET_KEY + r")[\"']?\s*(?:[:=]|\b(?:is|was)\b)\s*[\"']?"
                          r"(?P<value>[^\s\"',;<>]{4,})")
-_PASSWORD_KEY = re.compile(r"(?i)pass|pwd")
+_PASSWORD_KEY = re.compile(r"(?i)pass|pwd|密码|口令")
+# Chinese cues: "密钥是k3Jd8...", "AccessKey Secret为...", "登录密码：Abc@1234"
+_SECRET_CUE_ZH = re.compile(r"(?P<key>密钥|秘钥|私钥|密码|口令|令牌|[Ss]ecret)\s*(?:是|为|:|：|=)\s*[\"'“]?"
+                            r"(?P<value>[!-~]{6,})")
 _SECRET_FORMATS = (
     re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
     re.compile(r"(?<![A-Za-z0-9])(?P<value>ya29\.[0-9A-Za-z_-]{16,})"),  # Google OAuth access tokens
@@ -310,9 +326,15 @@ class SecretRecognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         spans: list[tuple[int, int, str]] = []
-        for pattern in (_SECRET_CUE, *_SECRET_FORMATS):
+        for pattern in (_SECRET_CUE, _SECRET_CUE_ZH, *_SECRET_FORMATS):
             for match in pattern.finditer(text):
                 value = match.group("value")
+                if pattern is _SECRET_CUE_ZH:
+                    value = value.rstrip("\"'”,.;:!?)")
+                    if not _looks_secret(value) or (value.isdigit() and not _PASSWORD_KEY.search(match.group("key"))):
+                        continue
+                    spans.append((match.start("value"), match.start("value") + len(value), "zh_cue"))
+                    continue
                 if pattern is _SECRET_CUE and (not _looks_secret(value) or (
                         value.isdigit() and not _PASSWORD_KEY.search(match.group("key")))):
                     continue  # "token: 1234567890123456" is an id; "password: 12345678" is not
