@@ -110,6 +110,10 @@ class LanguageDeidConfig(_Strict):
     builtin_recognizers: bool = True
     recognizers: list[PatternRecognizerConfig] = Field(default_factory=list)
     allow_list: list[str] = Field(default_factory=list)
+    # An installed spaCy model for this language's names (e.g. zh_core_web_sm
+    # if you have it; not on PyPI): its PERSON entities are added to the
+    # language's own recognizers.  None: a blank pipeline (tokens only).
+    spacy_model: str | None = None
 
 
 class LanguageConfig(_Strict):
@@ -120,8 +124,10 @@ class LanguageConfig(_Strict):
     deid: LanguageDeidConfig = Field(default_factory=LanguageDeidConfig)
     denoise: DenoiseConfig | None = None
     annotate: AnnotateConfig | None = None
-    # "jieba": BM25 over words segmented by jieba; "default": bm25s's own
-    # English tokenizer.
+    # How knowledge retrieval (BM25) splits this language's text: "jieba",
+    # into words segmented by jieba; "default", bm25s's own rule (a run of
+    # Han characters is one token).  Text without Han characters is never
+    # affected.
     tokenizer: Literal["default", "jieba"] = "default"
 
 

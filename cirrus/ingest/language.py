@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from cirrus.cjk import HAN
 from cirrus.schema import Ticket
 
 __all__ = ["HAN_SHARE", "detect_language", "normalize_language", "ticket_language"]
@@ -20,7 +21,7 @@ __all__ = ["HAN_SHARE", "detect_language", "normalize_language", "ticket_languag
 #: (Han characters + English words); see :func:`detect_language`.
 HAN_SHARE = 0.45
 
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f]")
+_HAN = HAN
 # CJK punctuation (、。「」【】…) and full-width punctuation (，！？：；（）)
 _CJK_PUNCT = re.compile("[\u3001-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65]")
 _KANA = re.compile("[\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff]")

@@ -83,7 +83,9 @@ class TicketProcessor:
         self.config = config
         self.deids = Deidentifiers(config)
         self.deid = self.deids.base
-        self.kb = KnowledgeBase(kb_docs) if kb_docs else None
+        # Chinese text is segmented with jieba when a language asks for it
+        self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
+        self.kb = KnowledgeBase(kb_docs, self.segment_han) if kb_docs else None
         self.tool_schemas = tool_schemas or {}
         self._annotator_spec = annotator
         self._denoisers: dict[str, Denoiser] = {}
@@ -120,7 +122,8 @@ class TicketProcessor:
             exchange.arguments = normalize_arguments(exchange.arguments)
         cassette = build_cassette(exchanges)
         fallbacks_before = getattr(annotator, "fallbacks", 0)
-        knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs)
+        knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs,
+                                     self.segment_han)
         task = build_task(
             task_id=clean.ticket_id,  # its pseudonym when the id holds personal data
             category=clean.category,

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from cirrus.cjk import HAN as _HAN
 from cirrus.evaluate.types import Verdict
 
 _STOP = frozenset(
@@ -65,7 +66,6 @@ def key_items(reference: str) -> list[str]:
     return items
 
 
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def content_words(text: str) -> set[str]:

@@ -30,6 +30,8 @@ from presidio_analyzer import RecognizerResult
 from presidio_anonymizer import AnonymizerEngine
 from presidio_anonymizer.entities import OperatorConfig
 
+from cirrus.cjk import CJK_PUNCT_RANGES, HAN_RANGES
+from cirrus.cjk import HAN as _HAN
 from cirrus.config import DeidConfig, LanguageDeidConfig, PipelineConfig
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
@@ -48,7 +50,6 @@ ENTITY_PRIORITY = {
 }
 _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORDS = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -503,7 +504,7 @@ def _outside_han(text: str, span: Span) -> list[Span]:
     if not _HAN.search(value):
         return [span]
     parts = []
-    for m in re.finditer(r"[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]+", value):
+    for m in re.finditer(f"[^{HAN_RANGES}{CJK_PUNCT_RANGES}]+", value):
         piece = m.group()
         stripped = piece.strip(_NAME_EDGE)
         if _LATIN_WORDS.search(stripped):

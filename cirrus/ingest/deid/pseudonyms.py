@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from cirrus.cjk import HAN as _HAN
 from cirrus.config import ReplacementConfig
 
 _DIGIT = re.compile(r"\d")
@@ -44,7 +45,6 @@ def _mask_alnum(value: str, star: str, head: int, tail: int) -> str:
     return "".join(star if i in hidden else ch for i, ch in enumerate(value))
 
 
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _COMPOUND_SURNAMES = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "尉迟", "公孙", "慕容", "长孙", "宇文", "司徒",
                       "夏侯", "令狐", "端木", "独孤", "南宫", "西门", "轩辕", "呼延", "申屠", "澹台", "公冶", "太史")
 # the address kept: up to the district or county ("浙江省杭州市西湖区"), never more than 9 characters
