@@ -78,6 +78,8 @@ _ZH_SURNAMES = (
     "谭陆汪范金石廖贾夏韦付傅方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤常温康施文牛樊葛邢"
 )
 _ZH_TITLES = "先生|女士|小姐|老师|总|经理|工|同学|老板|主管|师傅|总监|律师|医生|博士|教授|阿姨|叔叔|大哥|姐姐|哥|姐"
+# a full name greeted, a greeting like any other: 吴婷您好 (a name alone may be an answer)
+_ZH_GREETED_NAME = re.compile(f"(?:欧阳|司马|上官|诸葛|东方|皇甫|[{_ZH_SURNAMES}])[{_HAN}]{{1,2}}(?:您好|你好)")
 _ZH_VOCATIVE = re.compile(
     f"(?:欧阳|司马|上官|诸葛|东方|皇甫|[{_ZH_SURNAMES}])[{_HAN}]{{0,2}}?(?:{_ZH_TITLES})"
     f"|[小老阿][{_ZH_SURNAMES}]"
@@ -171,7 +173,7 @@ def _segment(clause: str, rules: tuple[re.Pattern[str], ...]) -> bool | None:
             if best[j]:
                 continue
             piece = clause[i:j]
-            if any(p.fullmatch(piece) for p in rules):
+            if any(p.fullmatch(piece) for p in rules) or _ZH_GREETED_NAME.fullmatch(piece):
                 best[j] = True
             elif _DECOR.fullmatch(piece) or _ZH_VOCATIVE.fullmatch(piece):
                 best[j] = best[i] or bool(best[j])
