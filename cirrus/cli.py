@@ -13,6 +13,7 @@ from rich.table import Table
 
 from cirrus import __version__
 from cirrus.audit import register as audit_register
+from cirrus.stats_command import register as stats_register
 from cirrus.console import cli_console
 from cirrus.workspace import REPORTS_DIR
 
@@ -378,6 +379,7 @@ def _register_report_commands() -> None:
 
 _register_report_commands()
 audit_register(app)
+stats_register(app)
 
 if __name__ == "__main__":
     app()

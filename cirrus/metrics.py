@@ -143,14 +143,16 @@ class WalkOutcome:
 
     ``checkpoints`` is ``K``; ``covered`` the last checkpoint covered (0 when
     checkpoint 1 was not); ``accepted_turns`` the agent turns accepted;
-    ``stl_accepted`` the output tokens of each accepted turn, in order.
-    Inconsistent values raise ``ValueError``.
+    ``stl_accepted`` the output tokens of each accepted turn, in order;
+    ``stl_rejected`` those of the turn whose rejection ended the walk (None
+    when no turn was rejected).  Inconsistent values raise ``ValueError``.
     """
 
     checkpoints: int
     covered: int
     accepted_turns: int
     stl_accepted: tuple[int, ...] = ()
+    stl_rejected: int | None = None
 
     def __post_init__(self) -> None:
         stl = tuple(self.stl_accepted)
@@ -168,7 +170,7 @@ class WalkOutcome:
             raise ValueError("covered >= 1 needs at least one accepted turn")
         if len(stl) != self.accepted_turns:
             raise ValueError(f"stl_accepted has {len(stl)} values for {self.accepted_turns} accepted turns")
-        for tokens in stl:
+        for tokens in stl if self.stl_rejected is None else (*stl, self.stl_rejected):
             if not _is_int(tokens) or tokens < 0:
                 raise ValueError(f"every STL must be an int >= 0, got {tokens!r}")
 
@@ -185,6 +187,9 @@ class TaskMetrics:
     nei: float
     mtl: float | None  # None (never NaN) when nothing was accepted
     success: bool
+    # the paper's Algorithm 1: every turn's STL, the rejected one included,
+    # over the checkpoints covered; None when nothing was covered
+    mtl_alg1: float | None = None
 
 
 def task_metrics(outcome: WalkOutcome) -> TaskMetrics:
@@ -195,6 +200,11 @@ def task_metrics(outcome: WalkOutcome) -> TaskMetrics:
         NEI = LJ / (covered - 1) if covered > 1 else (1 if covered == 1 else 0)
         MTL = mean(stl_accepted)      # None when nothing was accepted
         success = (covered == K)
+
+    and, beside MTL, the paper's Algorithm 1 (which the paper's text does not
+    follow)::
+
+        MTL_alg1 = (sum(stl_accepted) + stl_rejected) / covered   # None when covered == 0
     """
     covered = outcome.covered
     lj = covered - outcome.accepted_turns
@@ -213,6 +223,7 @@ def task_metrics(outcome: WalkOutcome) -> TaskMetrics:
         nei=float(nei),
         mtl=_mean([float(t) for t in outcome.stl_accepted]),
         success=covered == outcome.checkpoints,
+        mtl_alg1=(sum(outcome.stl_accepted) + (outcome.stl_rejected or 0)) / covered if covered else None,
     )
 
 
@@ -281,6 +292,7 @@ class AttemptRow:
     nei: float | None
     mtl: float | None
     success: bool | None
+    mtl_alg1: float | None = None  # absent from rows of runs made before it existed
 
     @classmethod
     def ok(cls, task_id: str, attempt: int, metrics: TaskMetrics) -> AttemptRow:
@@ -297,6 +309,7 @@ class AttemptRow:
             nei=metrics.nei,
             mtl=metrics.mtl,
             success=metrics.success,
+            mtl_alg1=metrics.mtl_alg1,
         )
 
     @classmethod
@@ -334,6 +347,7 @@ class DatasetMetrics:
     pass_hat_k: float | None  # mean pass^k over the same tasks
     n_tasks_k: int  # tasks that entered pass@k / pass^k
     per_task: dict[str, tuple[int, int]] = field(default_factory=dict)  # task_id -> (n ok, c successes)
+    amtl_alg1: float | None = None  # mean MTL_alg1 over ok rows with covered >= 1 that have one
 
     def summary(self) -> dict[str, Any]:
         """The score part of ``summary.json``: ``n_tasks``, ``atpr``, ``alj``,
@@ -349,6 +363,7 @@ class DatasetMetrics:
             "alj": self.alj,
             "anei": self.anei,
             "amtl": self.amtl,
+            "amtl_alg1": self.amtl_alg1,
             "sr": sr,
             f"pass^{self.k}": self.pass_hat_k,
             "errors": self.errors,
@@ -391,6 +406,7 @@ def dataset_metrics(rows: Iterable[AttemptRow], k: int) -> DatasetMetrics:
     lj: list[float] = []
     nei: list[float] = []
     mtl: list[float] = []
+    mtl_alg1: list[float] = []
     success: list[float] = []
     per_task: dict[str, list[int]] = {}
     for row in rows:
@@ -417,6 +433,9 @@ def dataset_metrics(rows: Iterable[AttemptRow], k: int) -> DatasetMetrics:
             row_mtl = _finite(row.mtl)
             if row_mtl is not None:
                 mtl.append(row_mtl)
+            row_alg1 = _finite(row.mtl_alg1)
+            if row_alg1 is not None:
+                mtl_alg1.append(row_alg1)
 
     at_k: list[float] = []
     hat_k: list[float] = []
@@ -439,4 +458,5 @@ def dataset_metrics(rows: Iterable[AttemptRow], k: int) -> DatasetMetrics:
         pass_hat_k=_mean(hat_k),
         n_tasks_k=len(at_k),
         per_task={task: (n, c) for task, (n, c) in per_task.items()},
+        amtl_alg1=_mean(mtl_alg1),
     )

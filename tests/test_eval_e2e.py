@@ -110,3 +110,19 @@ def test_cirrus_toml_adds_a_provider_and_role_parameters(workspace, monkeypatch)
     (workspace / "cirrus.toml").write_text("[[providers]]\nname = 1\n")
     result = CliRunner().invoke(app, ["eval", "--model", "perfect", "-w", str(workspace), "-q"])
     assert result.exit_code == 2 and "cirrus.toml" in result.output
+
+
+def test_runs_write_the_papers_algorithm_1_mtl_beside_mtl(sample_runs):
+    import json as _json
+
+    import polars as _pl
+
+    tasks = _pl.read_parquet(sample_runs / "reports" / "oracle" / "tasks.parquet")
+    assert tasks.columns[-1] == "mtl_alg1"  # added at the end: older readers keep their column positions
+    ok = tasks.filter(_pl.col("covered") >= 1)
+    # the oracle is never rejected: Algorithm 1 divides the accepted turns' tokens by covered, so
+    # mtl_alg1 * covered == mtl * accepted_turns on every row
+    for row in ok.iter_rows(named=True):
+        assert abs(row["mtl_alg1"] * row["covered"] - row["mtl"] * row["accepted_turns"]) < 1e-6
+    summary = _json.loads((sample_runs / "reports" / "oracle" / "summary.json").read_text())
+    assert summary["amtl_alg1"] is not None and summary["amtl_alg1"] <= summary["amtl"]

@@ -461,7 +461,7 @@ def test_nan_mtl_is_treated_as_missing() -> None:
 
 def test_summary_shape() -> None:
     s = dataset_metrics(_rows(), k=2).summary()
-    assert set(s) == {"n_tasks", "atpr", "alj", "anei", "amtl", "sr", "pass^2", "errors"}
+    assert set(s) == {"n_tasks", "atpr", "alj", "anei", "amtl", "amtl_alg1", "sr", "pass^2", "errors"}
     assert s["sr"] == {"pass@1": pytest.approx(0.6), "pass@2": 1.0}
     assert s["pass^2"] == 0.5
     assert s["errors"] == 3 and s["n_tasks"] == 4
@@ -515,3 +515,29 @@ def test_dataset_properties(rows: list[AttemptRow], k: int) -> None:
             if smaller.n_tasks_k == m.n_tasks_k:
                 assert smaller.pass_at_k <= m.pass_at_k + 1e-12
                 assert smaller.pass_hat_k >= m.pass_hat_k - 1e-12
+
+
+def test_mtl_alg1_counts_the_rejected_turn_and_divides_by_covered() -> None:
+    # K = 5; turn 1 (100 tokens) covers 1-2, turn 2 (40) covers 3, turn 3 (60) is rejected at 4:
+    # MTL = (100 + 40) / 2 = 70 (accepted turns only); Alg. 1 = (100 + 40 + 60) / 3 covered = 66.67
+    m = task_metrics(WalkOutcome(checkpoints=5, covered=3, accepted_turns=2, stl_accepted=(100, 40), stl_rejected=60))
+    assert m.mtl == 70.0 and m.mtl_alg1 == pytest.approx(200 / 3)
+    # every checkpoint covered, nothing rejected: (30 + 50) / 4 = 20 vs MTL 40
+    m = task_metrics(WalkOutcome(checkpoints=4, covered=4, accepted_turns=2, stl_accepted=(30, 50)))
+    assert m.mtl == 40.0 and m.mtl_alg1 == 20.0
+    # the first turn rejected: nothing covered, both undefined
+    m = task_metrics(WalkOutcome(checkpoints=3, covered=0, accepted_turns=0, stl_rejected=12))
+    assert m.mtl is None and m.mtl_alg1 is None
+    with pytest.raises(ValueError):
+        WalkOutcome(checkpoints=3, covered=0, accepted_turns=0, stl_rejected=-1)
+
+
+def test_amtl_alg1_is_the_mean_over_rows_that_have_one_and_old_rows_count_as_missing() -> None:
+    rows = [
+        AttemptRow("a", 0, "ok", 2, 4, 1, 0.5, 1, 1.0, 10.0, False, mtl_alg1=9.0),
+        AttemptRow("b", 0, "ok", 3, 3, 3, 1.0, 0, 0.0, 20.0, True, mtl_alg1=20.0),
+        AttemptRow("c", 0, "ok", 1, 2, 1, 0.5, 0, 1.0, 7.0, False),  # a run written before mtl_alg1
+        AttemptRow("d", 0, "ok", 0, 2, 0, 0.0, 0, 0.0, None, False, mtl_alg1=None),
+    ]
+    s = dataset_metrics(rows, k=1).summary()
+    assert s["amtl_alg1"] == pytest.approx(14.5) and s["amtl"] == pytest.approx(37 / 3)

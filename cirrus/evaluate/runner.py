@@ -65,7 +65,8 @@ def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, e
             "checkpoints": len(task["checkpoints"])}
     if result is None:
         return {**base, "status": "error", "error": error, "covered": None, "accepted_turns": None, "tpr": None,
-                "lj": None, "nei": None, "mtl": None, "success": None, "input_tokens": None, "output_tokens": None,
+                "lj": None, "nei": None, "mtl": None, "mtl_alg1": None, "success": None, "input_tokens": None,
+                "output_tokens": None,
                 "wall_s": None, "turns": []}
     metrics = task_metrics(result.outcome)
     turns = [{
@@ -77,7 +78,8 @@ def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, e
     } for t in result.turns]
     return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
             "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
-            "mtl": metrics.mtl, "success": metrics.success, "input_tokens": result.input_tokens,
+            "mtl": metrics.mtl, "mtl_alg1": metrics.mtl_alg1, "success": metrics.success,
+            "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens, "wall_s": round(result.wall_s, 4), "turns": turns}
 
 
@@ -101,10 +103,13 @@ def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | 
 # what the dataset metrics read of an attempt row
 SUMMARY_FIELDS = ("task_id", "attempt", "status", "covered", "checkpoints", "accepted_turns", "tpr", "lj", "nei",
                   "mtl", "success")
+# read too when present (rows of runs written before it lack it)
+OPTIONAL_SUMMARY_FIELDS = ("mtl_alg1",)
 
 
 def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
-    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in SUMMARY_FIELDS}) for r in rows], k)
+    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in SUMMARY_FIELDS}, mtl_alg1=r.get("mtl_alg1"))
+                               for r in rows], k)
     return {"model": model, **metrics.summary(), "attempts": len(rows), "k": k, "cirrus_version": __version__,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
 
@@ -207,7 +212,7 @@ async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluen
     votes: list[list[bool]] = []
     for row in store.latest_rows():
         if (row["task_id"], row["attempt"]) in keys:
-            rows.append({f: row[f] for f in SUMMARY_FIELDS})
+            rows.append({**{f: row[f] for f in SUMMARY_FIELDS}, **{f: row.get(f) for f in OPTIONAL_SUMMARY_FIELDS}})
             if row["status"] == "error":
                 reasons[str(row.get("error") or "unknown error")] += 1
             elif members:

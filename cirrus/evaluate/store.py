@@ -53,7 +53,9 @@ CHECKPOINT_SCHEMA = {
 # (runs finished before they existed lack them; readers fill them in)
 RUN_COLUMNS = {"run_id": pl.Utf8, "model": pl.Utf8}
 TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
-TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA}  # tasks.parquet
+# score columns added after the first release, at the end (older runs lack them; readers fill in null)
+TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64}
+TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA, **TASK_ADDED_SCHEMA}  # tasks.parquet
 CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS}  # checkpoints.parquet
 
 # why a walk ended: ``end_reason`` of tasks.parquet
@@ -255,7 +257,8 @@ class RunStore:
 
         for row in self.latest_rows(committed):
             task_rows.append({**{k: row.get(k) for k in TASK_SCHEMA}, **run,
-                              "end_reason": end_reason(row), "end_checkpoint": end_checkpoint(row)})
+                              "end_reason": end_reason(row), "end_checkpoint": end_checkpoint(row),
+                              **{k: row.get(k) for k in TASK_ADDED_SCHEMA}})
             checkpoint_rows.extend({**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": row["task_id"],
                                     "attempt": row["attempt"], "judge_votes": _json_or_none(c.get("judge_votes")),
                                     **run} for c in row.get("turns", []))

@@ -110,6 +110,7 @@ async def walk(
     history: list[dict[str, Any]] = list(task.get("history", []))
     k, covered, accepted_turns = 1, 0, 0
     stl_accepted: list[int] = []
+    stl_rejected: int | None = None
     judged: list[JudgedTurn] = []
     while k <= total:
         current = checkpoints[k - 1]
@@ -120,6 +121,7 @@ async def walk(
         record.verdicts.append(_verdict_record("coverage", k, verdict, decision.accepted))
         judged.append(record)
         if not decision.accepted:
+            stl_rejected = turn.output_tokens
             break
         j = k
         while j < total:
@@ -142,5 +144,5 @@ async def walk(
         if not follows.ok:
             break
     outcome = WalkOutcome(checkpoints=total, covered=covered, accepted_turns=accepted_turns,
-                          stl_accepted=tuple(stl_accepted))
+                          stl_accepted=tuple(stl_accepted), stl_rejected=stl_rejected)
     return WalkResult(outcome, judged, time.perf_counter() - started)

@@ -269,6 +269,8 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
         tasks = tasks.drop("end_reason", "end_checkpoint", strict=False).join(
             _end_columns(tasks, checkpoints), on=["task_id", "attempt"], how="left")
     tasks = tasks.with_columns(pl.lit(run_id).alias("run_id"), _filled("model", model, task_names))
+    if "mtl_alg1" not in task_names:  # runs written before it existed
+        tasks = tasks.with_columns(pl.lit(None, dtype=pl.Float64).alias("mtl_alg1"))
     checkpoints = checkpoints.with_columns(_filled("model", model, checkpoints.collect_schema().names()))
 
     run_task_ids = tasks.select(pl.col("task_id").unique()).collect()["task_id"]

@@ -204,6 +204,7 @@ _TASK_MEANINGS = {
     "lj": "LJ = covered - accepted_turns: checkpoints skipped by covering several at once (logical jumps).",
     "nei": "NEI = LJ / (covered - 1) when covered > 1; 1 when covered = 1; 0 when covered = 0.",
     "mtl": "MTL: mean output tokens (STL) of the accepted turns; null (never NaN) when no turn was accepted.",
+    "mtl_alg1": "MTL as the paper's Algorithm 1 computes it: the output tokens of every turn of the walk, the rejected one included, divided by covered; null when covered = 0. Beside `mtl` (the paper's text) for comparison with the paper's tables. Runs written before it existed lack it (null).",
     "success": "covered = K: every checkpoint covered.",
     "status": "`ok`, or `error`: an infrastructure failure (API errors after retries, timeouts, unparseable judge output), left out of every score.",
     "error": "Why an error row failed (one line); null for ok rows.",
@@ -254,20 +255,26 @@ _RESCORE_MEANINGS = {
 }
 
 
-def _run_columns(schema: dict[str, object], meanings: dict[str, str]) -> tuple[Column, ...]:
+def _run_columns(schema: dict[str, object], meanings: dict[str, str], last: tuple[str, ...] = ()
+                 ) -> tuple[Column, ...]:
+    """The documented columns of ``schema`` in order, leaving out ``last``
+    (placed by the caller after the columns that came before them)."""
     if set(schema) != set(meanings):  # a column written must be documented, and only those
         raise ValueError(f"per-run columns without a meaning: {sorted(set(schema) - set(meanings))}; "
                          f"meanings of no column: {sorted(set(meanings) - set(schema))}")
     return tuple(Column(name, dtype() if isinstance(dtype, type) else dtype, meanings[name])  # type: ignore[arg-type]
-                 for name, dtype in schema.items())
+                 for name, dtype in schema.items() if name not in last)
 
 
 def _run_tables() -> dict[str, tuple[Column, ...]]:
     from cirrus.evaluate.rescore import RESCORE_COLUMNS
-    from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, TASK_FILE_SCHEMA
+    from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, TASK_ADDED_SCHEMA, TASK_FILE_SCHEMA
 
     return {
-        "tasks": (*_run_columns(TASK_FILE_SCHEMA, _TASK_MEANINGS), Column("truncated", pl.Boolean(), _TRUNCATED_MEANING)),
+        # columns added later come after `truncated`, at the end, so older readers keep their positions
+        "tasks": (*_run_columns(TASK_FILE_SCHEMA, _TASK_MEANINGS, last=tuple(TASK_ADDED_SCHEMA)),
+                  Column("truncated", pl.Boolean(), _TRUNCATED_MEANING),
+                  *(c for c in _run_columns(TASK_FILE_SCHEMA, _TASK_MEANINGS) if c.name in TASK_ADDED_SCHEMA)),
         "checkpoints": _run_columns(CHECKPOINT_FILE_SCHEMA, _CHECKPOINT_MEANINGS),
         "rescore": _run_columns({n: getattr(pl, t) for n, t in RESCORE_COLUMNS.items()}, _RESCORE_MEANINGS),
     }
