@@ -368,10 +368,12 @@ def _register_report_commands() -> None:
     from cirrus.judges.calibration import judge_eval
     from cirrus.judges.consistency import judge_consistency
     from cirrus.report.command import report
+    from cirrus.report.diff import diff
     from cirrus.report.show import show
 
     app.command("report")(report)
     app.command("show")(show)
+    app.command("diff")(diff)
     app.command("rescore")(rescore)
     app.command("judge-eval")(judge_eval)
     app.command("judge-consistency")(judge_consistency)
