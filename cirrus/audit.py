@@ -359,12 +359,11 @@ def _obfuscated_emails(text: str) -> list[Hit]:
     lowered = text.lower()
     if "at" not in lowered and "%40" not in lowered:
         return []
-    from cirrus.ingest.deid.recognizers import ObfuscatedEmailRecognizer
-
+    recognizer = _recognizers()["email"]
     found = []
-    for r in _recognizers()["email"].analyze(text, ["EMAIL_ADDRESS"]):
+    for r in recognizer.analyze(text, ["EMAIL_ADDRESS"]):
         value = text[r.start:r.end]
-        domain = ObfuscatedEmailRecognizer.plain(value).rpartition("@")[2]
+        domain = recognizer.plain(value).rpartition("@")[2]
         if _MASK_BREAK not in value and not _DOC_DOMAINS.search(domain):
             found.append(Hit("email", value, r.start))
     return found

@@ -108,8 +108,8 @@ OPTIONAL_SUMMARY_FIELDS = ("mtl_alg1",)
 
 
 def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
-    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in SUMMARY_FIELDS}, mtl_alg1=r.get("mtl_alg1"))
-                               for r in rows], k)
+    metrics = dataset_metrics([AttemptRow(**{f: r[f] for f in SUMMARY_FIELDS},
+                                          **{f: r.get(f) for f in OPTIONAL_SUMMARY_FIELDS}) for r in rows], k)
     return {"model": model, **metrics.summary(), "attempts": len(rows), "k": k, "cirrus_version": __version__,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
 

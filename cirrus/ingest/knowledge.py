@@ -94,7 +94,6 @@ def tokenize(texts: list[str], segment_han: bool = True) -> list[list[str]]:
     return [_mixed_tokens(t) if _HAN_RUN.search(t) else _english_tokens(t) for t in texts]
 
 
-_tokenize = tokenize
 
 
 def rank(docs: list[KnowledgeDoc], query: str, k: int, segment_han: bool = True) -> list[KnowledgeDoc]:

@@ -82,7 +82,6 @@ class TicketProcessor:
                  annotator: AnnotatorSpec = AnnotatorSpec()) -> None:
         self.config = config
         self.deids = Deidentifiers(config)
-        self.deid = self.deids.base
         # Chinese text is segmented with jieba when a language asks for it
         self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
         self.kb = KnowledgeBase(kb_docs, self.segment_han) if kb_docs else None
@@ -90,7 +89,7 @@ class TicketProcessor:
         self._annotator_spec = annotator
         self._denoisers: dict[str, Denoiser] = {}
         self._annotators: dict[str, Annotator] = {}
-        self.annotator = self.annotator_for(config.deid.language)
+        self.annotator_for(config.deid.language)  # built now: a bad annotator setting fails before any ticket
 
     def denoiser_for(self, language: str) -> Denoiser:
         if language not in self._denoisers:

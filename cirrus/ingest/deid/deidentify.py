@@ -52,14 +52,6 @@ _KEY_WORDS = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")
 _MIN_VOCAB_LEN = 3
 _LATIN_WORDS = re.compile(r"[A-Za-z]{2,}")
 
-
-def _long_enough(value: str, entity: str) -> bool:
-    """Whether a found value is replaced wherever it occurs: names of 3
-    characters or more ("Li" and "Ann" sit inside words), Chinese names of
-    2 or more (张伟; a surname alone, 张, is not), any other type."""
-    if entity != "PERSON":
-        return True
-    return len(value) >= (2 if _HAN.match(value) else _MIN_VOCAB_LEN)
 # NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
 _NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
 _HANDLE = re.compile(r"([a-z]{3,})[._]([a-z]{2,})[._]?\d*")
@@ -76,6 +68,15 @@ _SITE_AFTER = re.compile(r"\s+(?i:office|team|branch|region|area|airport|warehou
 _TRAVEL_AFTER = re.compile(r"\s*(?:to|->|→|–|-)\s+[A-Z]")
 _ROLE_CODES = frozenset({"CEO", "CTO", "CFO", "COO", "CIO", "CSO", "CMO", "CPO", "CRO", "EVP", "SVP", "AVP", "DBA",
                          "QA", "SRE", "PMO", "VIP"})
+
+
+def _long_enough(value: str, entity: str) -> bool:
+    """Whether a found value is replaced wherever it occurs: names of 3
+    characters or more ("Li" and "Ann" sit inside words), Chinese names of
+    2 or more (张伟; a surname alone, 张, is not), any other type."""
+    if entity != "PERSON":
+        return True
+    return len(value) >= (2 if _HAN.match(value) else _MIN_VOCAB_LEN)
 
 
 def _is_place(text: str, start: int, end: int) -> bool:

@@ -42,17 +42,18 @@ from typing import NamedTuple
 from presidio_analyzer import AnalysisExplanation, EntityRecognizer, LocalRecognizer, RecognizerResult
 
 from cirrus.checksums import luhn
+from cirrus.cjk import HAN, HAN_RANGES
 
 __all__ = ["chinese_recognizers"]
 
-_H = "\u4e00-\u9fff"  # CJK unified ideographs
+_H = HAN_RANGES  # Han characters (cirrus.cjk)
 _DG = "0-9\uff10-\uff19"  # ASCII and full-width digits
 _FULLWIDTH = str.maketrans("０１２３４５６７８９ＸｘＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＹＺ",
                            "0123456789XxABCDEFGHIJKLMNOPQRSTUVWYZ")
 
 
 def _is_han(ch: str) -> bool:
-    return "\u4e00" <= ch <= "\u9fff"
+    return HAN.fullmatch(ch) is not None
 
 
 def _ascii(text: str) -> str:
