@@ -58,6 +58,11 @@ def ingest(
     annotator_model: Annotated[Optional[str], typer.Option(help="Label reply types with this LLM instead of the offline rules.")] = None,
     annotator_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the annotator model.")] = None,
     annotator_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the annotator's API key.")] = None,
+    checkpoints: Annotated[str, typer.Option("--checkpoints", help=(
+        "Which agent turns become checkpoints: all (default; every agent reply, as in earlier workspaces) or "
+        "select (only critical turns: intent, tool calls, solutions, state checks; greetings, holds, thanks and "
+        "repeats stay as context and are never judged). select uses --annotator-model when given, else "
+        "offline rules. See docs/checkpoints.md."))] = "all",
     status: Annotated[list[str], typer.Option("--status", help="Ticket statuses that become tasks (repeatable).")] = ["resolved"],
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Workers: processes, or Ray actors (default: all cores of the machine or cluster).")] = 0,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (Ray Data; pip install 'cirrus\\[ray]').")] = "local",
@@ -82,6 +87,8 @@ def ingest(
             _fail(f"raw input {raw_path} does not exist")
         if executor not in ("local", "ray"):
             _fail(f"unknown --executor {executor!r}; choose local or ray")
+        if checkpoints not in ("all", "select"):
+            _fail(f"unknown --checkpoints {checkpoints!r}; choose all or select")
         if ray_address and executor != "ray":
             _fail("--ray-address needs --executor ray")
         try:  # before the pipeline, the key or the models: nothing to read is a usage error
@@ -98,7 +105,8 @@ def ingest(
                 endpoint.api_key()  # fail now, naming the variable, not in a worker
             options = IngestOptions(
                 raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
-                tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint), statuses=tuple(status),
+                tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint, checkpoints),  # type: ignore[arg-type]
+                statuses=tuple(status),
                 jobs=jobs or (0 if executor == "ray" else os.cpu_count() or 1), progress=not quiet,
                 executor=executor, ray_address=ray_address,
             )
@@ -121,6 +129,12 @@ def ingest(
                       "(eval refuses this workspace until then)", markup=False, highlight=False)
         raise typer.Exit(130) from None
     _print_ingest(summary.manifest, workspace)
+    selection = summary.manifest.get("checkpoint_selection")
+    if selection is not None:
+        share = f" ({selection['kept'] / selection['total']:.0%})" if selection["total"] else ""
+        console.print(f"checkpoints: kept {selection['kept']} of {selection['total']}{share} "
+                      f"(selector {selection['selector']}, {selection['fallbacks']} fallbacks to rules)",
+                      markup=False, highlight=False)
     if summary.tasks == 0:
         counts = summary.manifest["counts"]
         if counts["read"] == 0:
@@ -177,6 +191,9 @@ def eval_(
     workspace: WorkspaceOpt = Path("."),
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    mode: Annotated[str, typer.Option(help="walk: the multi-turn walk (default); subtask: every checkpoint alone, after the real dialogue up to it, no fluency check (docs/subtasks.md).")] = "walk",
+    estimate: Annotated[bool, typer.Option("--estimate", help="Print the calls, tokens and cost per role the run would take (counted over the workspace, no model called) and stop (docs/cost.md).")] = False,
+    max_cost: Annotated[Optional[float], typer.Option(min=0, help="Start no attempt once the run has spent this much (the \\[prices] currency of cirrus.toml; every model the run calls needs a price); attempts in flight finish, the run stops with exit status 3 and resumes with a higher --max-cost.")] = None,
 ) -> None:
     """Walk every task checkpoint by checkpoint against a model and score it.
 
@@ -184,8 +201,9 @@ def eval_(
     attempt.  Exit status: 0 when the run finished with at least one attempt
     scored; 1 when it could not start (an endpoint check failed, a refused
     key) or every attempt ended in an error; 2 for a bad option, setting or
-    workspace (a missing key variable included); 130 on Ctrl-C, after
-    printing the command that resumes the run.
+    workspace (a missing key variable included); 3 when --max-cost stopped
+    the run (resume it with a higher budget); 130 on Ctrl-C, after printing
+    the command that resumes the run.
     """
     import asyncio
     import re
@@ -229,6 +247,8 @@ def eval_(
     resume = resume_command()
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", run_id) or run_id.startswith("."):
         _fail(f"--run-id {run_id!r}: use letters, digits, '.', '_' and '-' only")
+    if mode not in ("walk", "subtask"):
+        _fail(f"unknown --mode {mode!r}; choose walk or subtask")
     from cirrus.settings import SettingsError, load_settings
 
     try:
@@ -252,6 +272,10 @@ def eval_(
     assert agent is not None
     judge = role("judge", ",".join(judge_model) if judge_model else None, judge_base_url, judge_api_key_env, {})
     fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
+    if mode == "subtask":  # a subtask run asks no fluency question: no fluency endpoint is used or checked
+        if fluency_model:
+            console.print("[yellow]note:[/] --fluency-model is not used with --mode subtask")
+        fluency = RoleOptions("local")
 
     def warn(text: str) -> None:
         console.print(f"[yellow]warning:[/] {escape(text)}")
@@ -259,8 +283,32 @@ def eval_(
     def note(text: str) -> None:
         console.print(escape(text))
 
+    from cirrus.pricing import PriceError, parse_prices
+
+    try:
+        prices = parse_prices(settings_file.prices, "cirrus.toml: prices")
+    except PriceError as exc:
+        _fail(str(exc))
+        return
+
     async def main() -> dict:
-        roles = build_roles(agent, judge, fluency, index, workspace)
+        roles = build_roles(agent, judge, fluency, index, workspace, concurrency=concurrency)
+        models = {name: client.model for name, client in roles.clients.items()}
+        unpriced = sorted({m for m in models.values() if m not in prices})
+        if max_cost is not None and unpriced:
+            await roles.aclose()
+            raise ValueError(f"--max-cost needs a price for every model the run calls; none for "
+                             f"{', '.join(map(repr, unpriced))}: add [prices.\"MODEL\"] input_per_mtok and "
+                             "output_per_mtok to cirrus.toml (docs/cost.md)")
+        try:
+            _print_estimate(roles, index, workspace, max(runs, pass_k), prices, mode, final=estimate)
+        except Exception as exc:  # noqa: BLE001  (a run does not depend on its estimate)
+            if estimate:
+                raise ValueError(f"no estimate: {exc}") from exc
+            warn(f"no estimate: {exc}")
+        if estimate:
+            await roles.aclose()
+            return {}
         selfish = roles.details.get("self_judged_roles") or []
         if selfish:
             which = " and ".join({"judge": "the coverage judge", "fluency": "the fluency checker"}[r] for r in selfish)
@@ -270,7 +318,8 @@ def eval_(
         try:
             settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
                                     concurrency=concurrency, limit=limit, progress=not quiet,
-                                    fingerprint_extra=roles.fingerprint, details_extra=roles.details)
+                                    fingerprint_extra=roles.fingerprint, details_extra=roles.details, mode=mode,
+                                    client_models=models, prices=prices, max_cost=max_cost)
             return await run_eval(settings, roles.agent, roles.judge, roles.fluency, index,
                                   preflight=lambda: check_endpoints(roles.clients, warn), notify=note)
         finally:
@@ -295,9 +344,88 @@ def eval_(
     except OSError as exc:  # a full disk, a read-only workspace
         _fail(f"could not write the run to {workspace / 'reports' / run_id}: {exc.strerror or exc}", code=1)
         return
+    if estimate:
+        return
+    if mode == "subtask":
+        from cirrus.report.subtask import print_subtask_summary
+
+        print_subtask_summary(summary, workspace / REPORTS_DIR / run_id)
+        _print_cost(summary)
+        _budget_exit(summary, resume)
+        if summary["n_subtasks"] and not summary["n_ok"]:
+            _fail(f"every subtask of run {run_id} ended in an error (reasons above); no score was measured", code=1)
+        return
     _print_summary(summary, workspace / REPORTS_DIR / run_id)
+    _print_cost(summary)
     if summary["attempts"] and summary["errors"] == summary["attempts"]:
         _fail(f"every attempt of run {run_id} ended in an error (reasons above); no score was measured", code=1)
+    _budget_exit(summary, resume)
+
+
+def _print_estimate(roles: object, index: object, workspace: Path, attempts: int, prices: dict, mode: str, *,
+                    final: bool) -> None:
+    """The estimate of a run as configured (cirrus.estimate): a table per
+    role on stderr when a run starts, on stdout with --estimate."""
+    from cirrus.estimate import CassetteTurns, estimate, renderers
+    from cirrus.offline import count_tokens
+
+    parts = renderers(roles)
+    if mode == "subtask":  # one question per subtask, no jump or fluency question
+        parts["fluency"] = None
+    turns = CassetteTurns(workspace)
+    try:
+        result = estimate(index, attempts, count_tokens, jumps=mode != "subtask", **parts, prices=prices,
+                          reference=turns)
+    finally:
+        turns.close()
+    target = out if final else console
+    table = Table(title=f"estimate: {result.tasks} tasks, {result.checkpoints} checkpoints, {attempts} attempt(s) each "
+                        f"(an upper bound: docs/cost.md)", title_justify="left")
+    for column in ("role", "calls", "input tokens", "output tokens", "cost"):
+        table.add_column(column, justify="left" if column == "role" else "right")
+    currency = result.currency or ""
+    for role, usage in result.roles.items():
+        cost = "no price" if usage.cost is None else f"{usage.cost:.4f} {currency}"
+        table.add_row(role, f"{usage.calls:,}", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}", cost)
+    total = "-" if result.total_cost is None else f"{result.total_cost:.4f} {currency}"
+    table.add_row("total", "", "", "", total)
+    if not result.roles:
+        target.print("estimate: every role of this run is offline: no model call, no cost")
+        return
+    target.print(table)
+    if final:
+        for assumption in result.assumptions:
+            out.print(f"  assumes: {assumption}")
+
+
+def _print_cost(summary: dict) -> None:
+    """Usage and cost per role of a finished run (summary.json's)."""
+    usage, cost = summary.get("usage") or {}, summary.get("cost") or {}
+    if not usage:
+        return
+    currency = cost.get("currency") or ""
+    table = Table(title="usage and cost", title_justify="left")
+    for column in ("role", "calls", "cache hits", "input", "cached input", "output", "reasoning", "cost"):
+        table.add_column(column, justify="left" if column == "role" else "right")
+    for role, used in usage.items():
+        value = cost.get(role)
+        table.add_row(role, f"{used['calls']:,}", f"{used['cirrus_cache_hits']:,}", f"{used['input_tokens']:,}",
+                      f"{used['cached_input_tokens']:,}", f"{used['output_tokens']:,}", f"{used['reasoning_tokens']:,}",
+                      "no price" if value is None else f"{value:.4f} {currency}")
+    total = cost.get("total")
+    table.add_row("total", "", "", "", "", "", "", "-" if total is None else f"{total:.4f} {currency}")
+    out.print(table)
+
+
+def _budget_exit(summary: dict, resume: str) -> None:
+    stop = summary.get("budget_stop")
+    if not stop:
+        return
+    currency = (summary.get("cost") or {}).get("currency") or ""
+    console.print(f"[yellow]stopped:[/] the run spent {stop['spent']:.4f} {escape(currency)} of its --max-cost "
+                  f"{stop['max_cost']:g}; {stop['attempts_left']} attempt(s) were not started. Resume with a higher "
+                  f"budget:\n  {escape(resume)} --max-cost AMOUNT", highlight=False)
+    raise typer.Exit(3)
 
 
 def _print_summary(summary: dict, directory: Path) -> None:

@@ -102,6 +102,33 @@ class AnnotateConfig(_Strict):
     solution_patterns: list[str] = Field(default_factory=list)
 
 
+class SelectConfig(_Strict):
+    """The offline checkpoint selector (``cirrus ingest --checkpoints select``,
+    docs/checkpoints.md).  ``filler_patterns`` match whole clauses that carry
+    nothing to judge (greetings, holds, thanks, closings, acknowledgements);
+    ``verify_patterns`` mark a reply that states or verifies the case's state
+    (always kept); a reply that is neither Solution, Inquire nor Clarify is
+    kept only when, without its filler and appeasing clauses, at least
+    ``min_info_words`` words remain (a Han character counts as a word); a
+    reply at least ``duplicate_similarity`` alike to the agent's previous one
+    is a repeat."""
+
+    filler_patterns: list[str] = Field(default_factory=list)
+    verify_patterns: list[str] = Field(default_factory=list)
+    min_info_words: int = Field(5, ge=0)
+    duplicate_similarity: float = Field(0.9, gt=0, le=1)
+
+    @field_validator("filler_patterns", "verify_patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+        return patterns
+
+
 class LanguageDeidConfig(_Strict):
     """What a language adds to the base ``[deid]`` section: its own pattern
     recognizers and allow list, and whether Cirrus's built-in recognizers for
@@ -124,6 +151,7 @@ class LanguageConfig(_Strict):
     deid: LanguageDeidConfig = Field(default_factory=LanguageDeidConfig)
     denoise: DenoiseConfig | None = None
     annotate: AnnotateConfig | None = None
+    select: SelectConfig | None = None
     # How knowledge retrieval (BM25) splits this language's text: "jieba",
     # into words segmented by jieba; "default", bm25s's own rule (a run of
     # Han characters is one token).  Text without Han characters is never
@@ -139,6 +167,7 @@ class PipelineConfig(_Strict):
     annotate: AnnotateConfig = Field(default_factory=AnnotateConfig)
     knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
     languages: dict[str, LanguageConfig] = Field(default_factory=dict)
+    select: SelectConfig = Field(default_factory=SelectConfig)
 
     def denoise_for(self, language: str) -> DenoiseConfig:
         section = self.languages.get(language)
@@ -148,9 +177,27 @@ class PipelineConfig(_Strict):
         section = self.languages.get(language)
         return section.annotate if section is not None and section.annotate is not None else self.annotate
 
+    def select_for(self, language: str) -> SelectConfig:
+        section = self.languages.get(language)
+        return section.select if section is not None and section.select is not None else self.select
+
     def config_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """The hash of everything but the checkpoint selector's rules: those
+        change nothing unless ingest selects (``select_hash`` then joins the
+        workspace's config hash), so a workspace ingested with every
+        checkpoint keeps the hash it had before the selector existed."""
+        dumped = self.model_dump(mode="json", exclude={"select"})
+        for section in dumped.get("languages", {}).values():
+            section.pop("select", None)
+        canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def select_hash(self) -> str:
+        """The hash of the checkpoint selector's rules, every language's."""
+        rules = {"base": self.select.model_dump(mode="json"),
+                 **{lang: section.select.model_dump(mode="json")
+                    for lang, section in sorted(self.languages.items()) if section.select is not None}}
+        return hashlib.sha256(json.dumps(rules, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 class ConfigError(ValueError):

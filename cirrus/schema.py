@@ -183,6 +183,10 @@ class Checkpoint(_Model):
     reply: str
     tool_calls: list[ToolCallRef] = Field(default_factory=list)
     reply_type: ReplyType
+    # the real dialogue between the previous checkpoint's reference reply and
+    # this query (OpenAI-format messages, as ``history``), written only when
+    # ingest selected checkpoints and left out when empty (docs/checkpoints.md)
+    context: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class TaskStats(_Model):

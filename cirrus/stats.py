@@ -130,7 +130,9 @@ def has_tool_calls(task: Task) -> bool:
 
 
 def _user_texts(task: Task) -> Iterable[str]:
-    for message in task.history:
+    # a select-mode task also holds customer turns in its checkpoints' context (docs/checkpoints.md)
+    contexts = [m for cp in task.checkpoints for m in cp.context or []]
+    for message in [*task.history, *contexts]:
         if message.get("role") != "user":
             continue
         content = message.get("content")

@@ -172,6 +172,11 @@ def _outputs(workspace: Path) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     for key in ("finished_at", "wall_s_this_session"):
         summary.pop(key)
+    # what the calls cost differs by design: a killed attempt is asked again on resume, and the judge's
+    # answers it had already got come from Cirrus's cache (free, counted as cache hits)
+    for key in ("usage", "cost", "prompt_cache_share"):
+        assert key in summary
+        summary.pop(key)
     transcripts, bad = _lines(out / "transcripts.jsonl")
     assert bad == 0, "transcripts.jsonl holds a line that does not parse"
     return {

@@ -59,6 +59,11 @@ class _Page(HTMLParser):
                     self.external.append(value)
 
 
+
+def _section_charts(text: str) -> int:
+    """Charts of the Dataset and failure-category sections (tested in test_report_sections.py)."""
+    return len(re.findall(r'aria-label="chart-(?:dataset-[a-z-]+|failures)"', text))
+
 def _parse(text: str) -> _Page:
     page = _Page()
     page.feed(text)
@@ -119,8 +124,9 @@ def test_page_is_self_contained_with_all_sections(sample_html: Path):
     for chart in ("leaderboard", "category", "checkpoints", "input_tokens", "tools", "reply_type",
                   "quality-latency", "depth"):
         assert f'aria-label="chart-{chart}"' in text, chart
-    assert page.classes.get("chart") == 8
-    assert page.tags["svg"] == 8
+    # the run charts, plus the dataset's and the failure categories' own sections (tests/test_report_sections.py)
+    assert page.classes.get("chart") == 8 + _section_charts(text)
+    assert page.tags["svg"] == 8 + _section_charts(text)
     # error bars: matplotlib draws them as line collections next to the bars
     assert text.count('id="chart-leaderboard-LineCollection_') >= 1
 
@@ -169,12 +175,12 @@ def test_without_intervals_or_transcripts(tmp_path: Path):
     assert "has no transcripts.jsonl" in text
     assert not any(f.startswith("t-") for f in page.fragments)  # no transcript, no link
     assert set(page.fragments) <= set(page.ids)
-    assert page.tags["svg"] == 8
+    assert page.tags["svg"] == 8 + _section_charts(text)
     # the tables alone (as the command's dict keys or bare names) give the same charts
     runs = load_runs(tmp_path, ["a", "b"])
     bare = {name.removesuffix(".parquet"): frame for name, frame in _tables(result["files"]).items()}
     again = render_html(runs, bare, tmp_path)
-    assert again.count("<svg") == 8
+    assert again.count("<svg") == 8 + _section_charts(again)
 
 
 def test_depth_table_counts(tmp_path: Path):
@@ -244,7 +250,7 @@ def test_browser_dom_has_charts_and_working_links(sample_html: Path, tmp_path: P
     dom = result.stdout
     assert _page_errors(result.stderr) == []
     page = _parse(dom)
-    assert page.tags.get("svg") == 8
+    assert page.tags.get("svg") == 8 + _section_charts(dom)
     assert dom.count("<path") > 100 and dom.count("<text") > 50  # the charts' shapes and labels
     assert page.fragments and set(page.fragments) <= set(page.ids)
     assert "t-NC-2024-0311-0-oracle" in page.ids

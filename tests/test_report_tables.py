@@ -342,7 +342,7 @@ def test_report_command_writes_files_and_cleans_up(hand_ws):
     result = report_command(["a", "b"], hand_ws, None, 100, 0, prices={})
     out = hand_ws / "reports/_compare/a+b"
     assert result["out_dir"] == out == default_out_dir(hand_ws, ["a", "b"])
-    expected = set(report_schema.FILES) | {"report.json", "report.html"}
+    expected = set(report_schema.FILES) | {"report.json", "report.html", "stats.json"}
     assert set(result["files"]) == expected and {p.name for p in out.iterdir()} == expected
     for name, table in report_schema.FILES.items():
         frame = pl.read_parquet(out / name)
@@ -402,8 +402,9 @@ def test_cli_wrapper(hand_ws):
     runner = CliRunner()
     result = runner.invoke(app, ["report", "a", "b", "-w", str(hand_ws), "--bootstrap", "50"])
     assert result.exit_code == 0, result.output
-    # 8 tables (noise.parquet among them), report.html, report.json
-    assert "model-a" in result.output and "sr_pass1" in result.output and "wrote 11 files" in result.output
+    # every table of the report schema (noise.parquet among them), report.html, report.json, stats.json
+    wrote = f"wrote {len(report_schema.FILES) + 3} files"
+    assert "model-a" in result.output and "sr_pass1" in result.output and wrote in result.output
     result = runner.invoke(app, ["report", "nope", "-w", str(hand_ws)])
     assert result.exit_code == 2 and "no run 'nope'" in result.output
     result = runner.invoke(app, ["report", "a", "-w", str(hand_ws), "--k", "0"])

@@ -1,4 +1,4 @@
-"""The client's retry policy (cirrus/llm/client.py, "Retries"), one test per
+"""The client's retry policy (cirrus/llm/client/, "Retries"), one test per
 rule, against the scripted server of tests/chat_server.py.
 
 No test measures wall time: the waits the client asks for are recorded
@@ -6,7 +6,7 @@ instead of slept.  Two seams of the client module are replaced:
 
 * ``AsyncRetrying`` is given a ``sleep`` that records each wait between
   tries (what ``ChatClient._wait`` computed: backoff or ``Retry-After``);
-* the module's ``time`` and ``asyncio`` see a fake clock: ``time.monotonic``
+* the package modules' ``time`` and ``asyncio`` see a fake clock: ``time.monotonic``
   and ``time.time`` stand still until a recorded sleep moves them on, and
   ``asyncio.sleep`` (used by the endpoint's ``RateLimiter`` only) records its
   wait and moves the clock on by it.
@@ -27,7 +27,9 @@ import pytest
 from tenacity import AsyncRetrying
 
 from cirrus.evaluate.types import InfrastructureError
-from cirrus.llm import client as client_module
+from cirrus.llm.client import chat as chat_module
+from cirrus.llm.client import limits as limits_module
+from cirrus.llm.client import retry as retry_module
 from cirrus.llm.client import MAX_RETRY_AFTER, ChatClient, ClientPool, ModelAuthError, RoleConfig
 from cirrus.llm.providers import Endpoint
 from tests.chat_server import ChatServer, Reply, error
@@ -95,9 +97,11 @@ class Waits:
 @pytest.fixture
 def waits(monkeypatch) -> Waits:
     recorded = Waits()
-    monkeypatch.setattr(client_module, "AsyncRetrying", recorded.retrying)
-    monkeypatch.setattr(client_module, "time", recorded.time)
-    monkeypatch.setattr(client_module, "asyncio", recorded.asyncio)
+    monkeypatch.setattr(chat_module, "AsyncRetrying", recorded.retrying)
+    for module in (chat_module, limits_module, retry_module):  # the package's modules that read the clock
+        monkeypatch.setattr(module, "time", recorded.time)
+    for module in (chat_module, limits_module):
+        monkeypatch.setattr(module, "asyncio", recorded.asyncio)
     return recorded
 
 

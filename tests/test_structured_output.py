@@ -78,16 +78,21 @@ def vllm_error(status: int, message: str) -> Reply:
 
 
 def test_the_formats_are_strict_json_schemas_of_the_prompts_answer_shape():
-    for fmt, name, field, values in ((schemas.COVERAGE_RESPONSE_FORMAT, "coverage_verdict", "verdict",
-                                      ["Included", "Not Included"]),
-                                     (schemas.FLUENCY_RESPONSE_FORMAT, "fluency_answer", "answer", ["Yes", "No"])):
+    # the coverage verdict also names what was missing or contradicted (docs/failures.md), before the verdict
+    coverage_extra = {"missing": {"type": "string"},
+                      "problem": {"type": "string", "enum": ["none", "missing", "contradiction"]}}
+    for fmt, name, field, values, extra in (
+            (schemas.COVERAGE_RESPONSE_FORMAT, "coverage_verdict", "verdict", ["Included", "Not Included"],
+             coverage_extra),
+            (schemas.FLUENCY_RESPONSE_FORMAT, "fluency_answer", "answer", ["Yes", "No"], {})):
         assert fmt["type"] == "json_schema"
         spec = fmt["json_schema"]
         assert spec["name"] == name and spec["strict"] is True
         schema = spec["schema"]
         assert schema["type"] == "object" and schema["additionalProperties"] is False
-        assert schema["required"] == ["reason", field]
-        assert schema["properties"] == {"reason": {"type": "string"}, field: {"type": "string", "enum": values}}
+        assert schema["required"] == ["reason", *extra, field]
+        assert schema["properties"] == {"reason": {"type": "string"}, **extra,
+                                        field: {"type": "string", "enum": values}}
     # what a schema-following model answers is read by the reader
     assert read_coverage(json.dumps({"reason": "r", "verdict": "Not Included"})) is False
     assert read_fluency(json.dumps({"reason": "r", "answer": "Yes"})) is True

@@ -53,7 +53,11 @@ Outputs
 
     Per turn, ``fluent`` and the verdict list say what was really decided: at
     a truncation the walk's stop is recorded as a ``truncated`` verdict, not
-    as a fluency No.  ``wall_s`` of an attempt is the rescore's own time
+    as a fluency No.  Each turn's ``failure`` category (docs/failures.md) is
+    worked out as ``cirrus eval`` does (:func:`~cirrus.evaluate.runner.attempt_row`,
+    after the truncation is noted): from the saved tool calls and their
+    ``recorded`` flags, the new judge's verdict and ``problem``, and the
+    (saved or rechecked) fluency verdict; a truncated turn has none.  ``wall_s`` of an attempt is the rescore's own time
     (judging); per turn it is the agent's saved time.  ``input_tokens`` of an
     attempt is the source's when every saved turn was replayed, else the sum
     of the per-turn counts when the source rows hold them, else null.
@@ -185,6 +189,7 @@ class SavedAttempt:
         stats = row.get("turns") or []
         history = list(task.get("history") or [])
         for index, data in enumerate(transcript.get("turns") or []):
+            history = history + _context(task, data.get("checkpoint"))  # as the walk adds it (docs/checkpoints.md)
             turn = SavedTurn(history, data.get("query", ""), data, stats[index] if index < len(stats) else {})
             saved.turns.append(turn)
             history = turn.after
@@ -195,8 +200,20 @@ class SavedAttempt:
         return next((t for t in self.turns if t.query == query and t.history == history), None)
 
     def finished_at(self, history: list[dict[str, Any]]) -> SavedTurn | None:
-        """The saved turn after which the dialogue is ``history``."""
-        return next((t for t in self.turns if t.after == history), None)
+        """The saved turn after which the dialogue is ``history`` (the fluency
+        check's history also holds the next checkpoint's context, if any)."""
+        contexts = [_context(self.task, k) for k in range(1, len(self.task.get("checkpoints") or []) + 1)]
+        return next((t for t in self.turns if history[:len(t.after)] == t.after and (
+            len(history) == len(t.after) or history[len(t.after):] in contexts)), None)
+
+
+def _context(task: dict[str, Any], checkpoint: Any) -> list[dict[str, Any]]:
+    """The ``context`` of checkpoint ``checkpoint`` (1-based) of a select-mode
+    task; empty when it has none or the number is not a checkpoint's."""
+    checkpoints = task.get("checkpoints") or []
+    if isinstance(checkpoint, int) and 0 < checkpoint <= len(checkpoints):
+        return list(checkpoints[checkpoint - 1].get("context") or [])
+    return []
 
 
 # ---------------------------------------------------------------------------
@@ -340,6 +357,9 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
     run_file = directory / RUN_FILE
     if not run_file.is_file():
         raise RescoreError(f"no run {run_id!r} in {workspace / 'reports'}")
+    from cirrus.evaluate.subtask import refuse_subtask_run
+
+    refuse_subtask_run(directory, "rescore", RescoreError)  # a subtask run has no walk to rescore
     if not (directory / "summary.json").is_file():
         raise RescoreError(f"run {run_id} is not finished (no summary.json): resume it with `cirrus eval` first")
     run = json.loads(run_file.read_text(encoding="utf-8"))

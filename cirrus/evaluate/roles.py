@@ -120,8 +120,10 @@ def panel_members(model: str) -> list[str]:
 
 
 def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
-                tasks: Iterable[dict[str, Any]], workspace: Path) -> Roles:
+                tasks: Iterable[dict[str, Any]], workspace: Path, *, concurrency: int | None = None) -> Roles:
     """``tasks`` is read only by the retrieval baseline (its reply index).
+    ``concurrency`` (``cirrus eval --concurrency``) is the ceiling of every
+    endpoint's adaptive window of requests in flight (docs/concurrency.md).
     A judge model naming several models (``"a,b,c"``) is a judge panel
     (:class:`cirrus.judges.panel.JudgePanel`) whose members share the judge's
     endpoint, key and parameters; the fluency checker then defaults to its
@@ -148,7 +150,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
         from cirrus.llm.client import ClientPool, RoleConfig
 
         if pool is None:
-            pool = ClientPool(_open_cache(ResponseCache, workspace / CACHE_DIR))
+            pool = ClientPool(_open_cache(ResponseCache, workspace / CACHE_DIR), ceiling=concurrency)
         clients[name] = pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env,
                                                             **{"name": name, **options.params}))
         return clients[name]

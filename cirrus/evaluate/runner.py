@@ -6,32 +6,32 @@ Before the first attempt, ``preflight`` (the endpoint check of
 this call created and that committed no attempt -- stopped by the check, a
 refused key, Ctrl-C or any other error before its first commit -- leaves no
 ``reports/<run_id>/`` folder behind (a folder that existed before is never
-removed).  Committed attempts stay committed whatever stops the run.
+removed).  Committed attempts stay committed whatever stops the run.  The
+scheduling itself is :mod:`cirrus.evaluate.scheduler`'s, shared with the
+subtask mode; this module holds what a walk's rows and summary are.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import shutil
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from cirrus import __version__
-from cirrus.evaluate.store import RunStore
-from cirrus.evaluate.tasks import TaskIndex, TaskRef
-from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker, InfrastructureError
+from cirrus.evaluate.failures import failure_of
+from cirrus.evaluate.scheduler import Budget, Schedule, run_attempts
+from cirrus.evaluate.tasks import TaskIndex
+from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker
 from cirrus.evaluate.walk import WalkResult, walk
 from cirrus.judges.agreement import panel_agreement, votes_of_rows
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
+from cirrus.pricing import Price
 from cirrus.replay import ToolReplayer
+from cirrus.usage import UsageLedger
 from cirrus.workspace import REPORTS_DIR
 
 
@@ -49,6 +49,15 @@ class EvalSettings:
     # recorded with the run, free to change (base URLs, ``self_judged``: its
     # value is also summary.json's)
     details_extra: dict[str, Any] = field(default_factory=dict)
+    # "walk" (contract section 4) or "subtask" (every checkpoint alone with the
+    # real history: cirrus.evaluate.subtask, docs/subtasks.md)
+    mode: str = "walk"
+    # the model of each model client ("agent", "judge" or a panel's "judge[2]", "fluency") and the
+    # [prices] of cirrus.toml: summary.json's cost (cirrus.pricing.run_cost)
+    client_models: dict[str, str] = field(default_factory=dict)
+    prices: dict[str, Price] = field(default_factory=dict)
+    # --max-cost: start no attempt once the run has spent this much (in the prices' currency)
+    max_cost: float | None = None
 
 
 def judge_votes(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -74,7 +83,7 @@ def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, e
         "covered_through": t.covered_through, "tia": t.decision.tia, "tsa": t.decision.tsa, "tev": t.decision.tev,
         "rr": t.decision.rr, "stl": t.turn.output_tokens, "fluent": t.fluent, "tool_calls": len(t.turn.tool_calls),
         "wall_s": round(t.turn.wall_s, 4), "input_tokens": t.turn.input_tokens, "model_calls": t.turn.model_calls,
-        "judge_votes": judge_votes(t.verdicts),
+        "judge_votes": judge_votes(t.verdicts), "failure": failure_of(t, task),
     } for t in result.turns]
     return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
             "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
@@ -114,105 +123,92 @@ def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, A
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
 
 
+def budget(settings: EvalSettings) -> Budget | None:
+    """The ``--max-cost`` budget of a run (``None`` without one)."""
+    if settings.max_cost is None:
+        return None
+    return Budget(settings.max_cost, settings.client_models, settings.prices)
+
+
+def usage_and_cost(rows: list[dict[str, Any]], settings: EvalSettings) -> dict[str, Any]:
+    """``summary.json``'s ``usage`` (per role: calls, tokens, Cirrus cache
+    hits; summed over the attempt rows' ``usage``) and ``cost`` (per role,
+    ``total`` and ``currency``, from the ``[prices]`` of cirrus.toml; null
+    where a role's model has no price), and ``prompt_cache_share``: per role
+    with input tokens, the share of them the provider's prompt cache served
+    (0 where the provider reports none)."""
+    from cirrus.pricing import run_cost
+
+    ledger = UsageLedger.total_of(row.get("usage") for row in rows)
+    roles = ledger.by_role()
+    return {"usage": ledger.roles_dict(), "cost": run_cost(ledger, settings.client_models, settings.prices),
+            "prompt_cache_share": {role: round(usage.cached_input_tokens / usage.input_tokens, 4)
+                                   for role, usage in roles.items() if usage.input_tokens}}
+
+
 async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
                    index: TaskIndex | None = None, *, preflight: Callable[[], Awaitable[Any]] | None = None,
                    notify: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Walk every (task, attempt) of ``index`` (default: the workspace's
-    tasks) not yet in the run store.  Tasks are read from the file when their
-    attempt starts, so memory grows with ``concurrency``, not with the task
-    count.  ``preflight`` is awaited once before the first attempt (not when
-    everything is done already); ``notify`` gets lines for the user (a
-    resumed run's "resuming run X: 11 of 20 attempts already done").
+    tasks) not yet in the run store (:func:`cirrus.evaluate.scheduler.run_attempts`:
+    bounded concurrency, resume, usage per attempt).  ``preflight`` is
+    awaited once before the first attempt (not when everything is done
+    already); ``notify`` gets lines for the user (a resumed run's "resuming
+    run X: 11 of 20 attempts already done").  ``settings.mode`` "subtask"
+    runs :func:`cirrus.evaluate.subtask.run_subtask_eval` instead.
 
     The returned summary is ``summary.json``'s plus ``error_reasons``: the
     error rows' reasons with their counts, most frequent first."""
+    from cirrus.evaluate.subtask import MODES, check_resume_mode, run_subtask_eval
+
     if index is None:
         index = TaskIndex.scan(settings.workspace, settings.limit)
-    directory = settings.workspace / REPORTS_DIR / settings.run_id
-    created = not directory.exists()
-    tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0, "committed": 0}
-    try:
-        return await _run(settings, agent, judge, fluency, index, directory, tally, preflight, notify)
-    except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
-        if created and not tally["committed"]:
-            shutil.rmtree(directory, ignore_errors=True)  # a run that never started lists as nothing
-        raise
-
-
-async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
-               index: TaskIndex, directory: Path, tally: dict[str, Any],
-               preflight: Callable[[], Awaitable[Any]] | None,
-               notify: Callable[[str], None] | None) -> dict[str, Any]:
+    if settings.mode not in MODES:
+        raise ValueError(f"unknown mode {settings.mode!r}; choose walk or subtask")
+    check_resume_mode(settings.workspace / REPORTS_DIR / settings.run_id, settings.mode)
+    if settings.mode != "walk":  # the fluency checker has no part in a subtask run
+        return await run_subtask_eval(settings, agent, judge, index, preflight=preflight, notify=notify)
     attempts = max(settings.pass_k, settings.runs)
-    store = RunStore(directory)
-    fingerprint = {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
-                   "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra}
-    store.open(fingerprint, {"run_id": settings.run_id, "started_at": dt.datetime.now(dt.timezone.utc).isoformat(
-        timespec="seconds"), "tasks": len(index), **settings.details_extra})
-    done = {(row["task_id"], row["attempt"]) for row in store.latest_rows() if row["status"] == "ok"}
-    todo = [(ref, a) for ref in index.refs for a in range(attempts) if (ref.task_id, a) not in done]
-    total = len(index.refs) * attempts
-    if todo and len(todo) < total and notify is not None:
-        notify(f"resuming run {settings.run_id}: {total - len(todo)} of {total} attempts already done")
-    if todo and preflight is not None:
-        await preflight()
-    # Longest walks first: a long task started last would run alone at the
-    # end (measured: efficiency 0.72 -> 0.82 at concurrency 64; see
-    # benchmarks/README.md).  Outputs are sorted, so the order changes nothing else.
-    todo.sort(key=lambda pair: (pair[0].checkpoints, pair[0].input_tokens), reverse=True)
-    bar = tqdm(total=total, initial=total - len(todo), desc=f"eval {settings.run_id}", unit="attempt",
-               disable=not settings.progress, dynamic_ncols=True)
+    schedule = Schedule(
+        settings.workspace / REPORTS_DIR / settings.run_id,
+        {"agent": agent.name, "judge": judge.name, "fluency": fluency.name, "attempts": attempts,
+         "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra},
+        {"tasks": len(index), **settings.details_extra}, attempts, settings.concurrency, f"eval {settings.run_id}",
+        settings.progress, budget(settings))
+    tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
 
-    async def one(ref: TaskRef, attempt: int) -> None:
-        task = index.load(ref)
+    async def walk_attempt(task: dict[str, Any], attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
         result, error = None, None
         try:
             with ToolReplayer.for_task(settings.workspace, task) as replayer:
                 result = await walk(task, agent, judge, fluency, replayer, attempt)
         except EndpointError:
             raise  # a missing or refused key: every attempt would fail the same way
-        except InfrastructureError as exc:
-            error = f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
-            error = f"{type(exc).__name__}: {exc}"
-        row = attempt_row(task, attempt, result, error)
-        store.append(row, attempt_transcript(task, attempt, result, error))
-        tally["committed"] += 1
-        if result is None:
-            tally["errors"] += 1
-        else:
+            error = f"{type(exc).__name__}: {exc}"  # InfrastructureError included: an error row
+        return attempt_row(task, attempt, result, error), attempt_transcript(task, attempt, result, error)
+
+    def progress(row: dict[str, Any]) -> dict[str, Any]:
+        if row["status"] == "ok":
             tally["ok"] += 1
             tally["tpr_sum"] += row["tpr"]
-        bar.update(1)
-        bar.set_postfix(errors=tally["errors"], atpr=f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}", refresh=False)
+        else:
+            tally["errors"] += 1
+        return {"errors": tally["errors"], "atpr": f"{tally['tpr_sum'] / max(tally['ok'], 1):.3f}"}
 
-    queue: Iterator[tuple[TaskRef, int]] = iter(todo)
-
-    async def worker() -> None:
-        # ``concurrency`` workers share one queue: only the attempts in flight
-        # have their task in memory (one coroutine per attempt would hold all)
-        for ref, attempt in queue:
-            await one(ref, attempt)
-
-    started = time.perf_counter()
-    try:
-        async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
-            for _ in range(min(max(1, settings.concurrency), len(todo))):
-                group.create_task(worker())
-    except* EndpointError as failures:
-        raise failures.exceptions[0] from None
-    except* Exception as failures:  # e.g. the run store could not write: report it plainly
-        raise failures.exceptions[0] from None
-    finally:
-        bar.close()
+    outcome = await run_attempts(schedule, index, walk_attempt, on_commit=progress, preflight=preflight,
+                                 notify=notify)
+    store = outcome.store
     keys = {(ref.task_id, a) for ref in index.refs for a in range(attempts)}
     rows = []
+    usages = []
     reasons: Counter[str] = Counter()
     members = getattr(judge, "member_names", None)  # a judge panel (cirrus.judges.panel)
     votes: list[list[bool]] = []
     for row in store.latest_rows():
         if (row["task_id"], row["attempt"]) in keys:
             rows.append({**{f: row[f] for f in SUMMARY_FIELDS}, **{f: row.get(f) for f in OPTIONAL_SUMMARY_FIELDS}})
+            usages.append({"usage": row.get("usage")})
             if row["status"] == "error":
                 reasons[str(row.get("error") or "unknown error")] += 1
             elif members:
@@ -221,10 +217,12 @@ async def _run(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluen
         "judge": judge.name, "fluency": fluency.name, "run_id": settings.run_id,
         "offline_heuristics": [role for role, part in (("agent", agent), ("judge", judge), ("fluency", fluency))
                                if getattr(part, "offline", False)],
-        "wall_s_this_session": round(time.perf_counter() - started, 2),
+        "wall_s_this_session": round(outcome.elapsed_s, 2),
         # the judge or fluency checker is the agent's own model (cirrus.evaluate.roles.self_judged_roles)
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes)} if members else {}),
+        **usage_and_cost(usages, settings),
+        **({"budget_stop": outcome.budget_stop} if outcome.budget_stop else {}),
     })
     store.finalize(summary)
     return {**summary, "error_reasons": reasons.most_common()}

@@ -56,7 +56,10 @@ TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": p
 # score columns added after the first release, at the end (older runs lack them; readers fill in null)
 TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64}
 TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA, **TASK_ADDED_SCHEMA}  # tasks.parquet
-CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS}  # checkpoints.parquet
+# checkpoint columns added later, at the end: ``failure`` (docs/failures.md;
+# cirrus.evaluate.failures); older runs lack them, readers fill in null
+CHECKPOINT_ADDED_SCHEMA = {"failure": pl.Utf8}
+CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS, **CHECKPOINT_ADDED_SCHEMA}  # checkpoints.parquet
 
 # why a walk ended: ``end_reason`` of tasks.parquet
 END_COMPLETED = "completed"        # every checkpoint covered
@@ -261,7 +264,8 @@ class RunStore:
                               **{k: row.get(k) for k in TASK_ADDED_SCHEMA}})
             checkpoint_rows.extend({**{k: c.get(k) for k in CHECKPOINT_SCHEMA}, "task_id": row["task_id"],
                                     "attempt": row["attempt"], "judge_votes": _json_or_none(c.get("judge_votes")),
-                                    **run} for c in row.get("turns", []))
+                                    **run, **{k: c.get(k) for k in CHECKPOINT_ADDED_SCHEMA}}
+                                   for c in row.get("turns", []))
             if len(task_rows) >= batch:
                 flush()
         flush()

@@ -57,6 +57,14 @@ class Verdict:
     # a judge panel's members, in panel order: {"judge": name, "ok": bool,
     # "raw": str} each (cirrus.judges.panel); None for a single judge
     votes: tuple[dict[str, Any], ...] | None = None
+    # a coverage judge's Not Included, in its own words (docs/failures.md):
+    # ``problem`` "missing" or "contradiction" (None: not stated, or the turn
+    # was included), ``missing`` what key information is absent or
+    # contradicted (None when the judge does not say).  Read from ``raw``
+    # (a function of it), so left out of equality: two verdicts with the
+    # same ``ok`` and ``raw`` are the same verdict
+    problem: str | None = field(default=None, compare=False)
+    missing: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,10 @@ def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: boo
         record["judge_input_cut"] = verdict.input_cut
     if verdict is not None and verdict.votes:  # a judge panel: every member's verdict (docs/judging.md)
         record["votes"] = [dict(vote) for vote in verdict.votes]
+    if verdict is not None and verdict.problem:  # what the judge says is wrong (docs/failures.md)
+        record["problem"] = verdict.problem
+        if verdict.missing:
+            record["missing"] = verdict.missing
     return record
 
 
@@ -114,6 +118,9 @@ async def walk(
     judged: list[JudgedTurn] = []
     while k <= total:
         current = checkpoints[k - 1]
+        # the real turns between the previous checkpoint and this query (select-mode
+        # tasks, docs/checkpoints.md); a jump skips the contexts of the checkpoints it covered
+        history = history + list(current.get("context") or [])
         turn = await agent.respond(TurnRequest(task, history, current["query"], attempt), replayer)
         seen = history + [{"role": "user", "content": current["query"]}]
         decision, verdict = await judge_checkpoint(judge, seen, current, turn)
@@ -138,7 +145,8 @@ async def walk(
         if j == total:
             break
         k = j + 1
-        follows = await fluency.follows(history, checkpoints[k - 1]["query"])
+        follows = await fluency.follows(history + list(checkpoints[k - 1].get("context") or []),
+                                        checkpoints[k - 1]["query"])
         record.fluent = follows.ok
         record.verdicts.append(_verdict_record("fluency", k, follows, follows.ok))
         if not follows.ok:

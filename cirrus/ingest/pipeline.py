@@ -23,6 +23,7 @@ from typing import Any
 from cirrus.config import PipelineConfig
 from cirrus.ingest.annotate.base import Annotator
 from cirrus.ingest.annotate.rules import RuleAnnotator
+from cirrus.ingest.annotate.select import AllSelector, CheckpointMode, CheckpointSelector, RuleSelector
 from cirrus.ingest.canonical import canonicalize
 from cirrus.ingest.cassettes import build_cassette, normalize_arguments
 from cirrus.ingest.deid.deidentify import Deidentifiers
@@ -49,13 +50,23 @@ def cassette_filename(task_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AnnotatorSpec:
-    """How workers build their annotator (an LLM client can't be pickled)."""
+    """How workers build their annotator (an LLM client can't be pickled)
+    and, with ``checkpoints="select"``, their checkpoint selector (the same
+    model, or the rules)."""
 
     endpoint: Endpoint | None = None
+    checkpoints: CheckpointMode = "all"
 
     @property
     def label(self) -> str:
         return f"llm:{self.endpoint.model}@{shown_url(self.endpoint.base_url)}" if self.endpoint else "rules"
+
+    @property
+    def selector_label(self) -> str:
+        """``all``, ``rules`` or ``llm:<model>`` (the manifest's ``selector``)."""
+        if self.checkpoints == "all":
+            return "all"
+        return f"llm:{self.endpoint.model}" if self.endpoint else "rules"
 
 
 @dataclass(slots=True)
@@ -65,6 +76,7 @@ class Processed:
     pii: Counter[str]
     knowledge_source: str
     llm_fallback: bool = False
+    candidates: int = 0  # agent turns that could have been checkpoints
 
 
 @dataclass(slots=True)
@@ -89,7 +101,8 @@ class TicketProcessor:
         self._annotator_spec = annotator
         self._denoisers: dict[str, Denoiser] = {}
         self._annotators: dict[str, Annotator] = {}
-        self.annotator_for(config.deid.language)  # built now: a bad annotator setting fails before any ticket
+        self._selectors: dict[str, CheckpointSelector] = {}
+        self.selector_for(config.deid.language)  # built now: a bad annotator setting fails before any ticket
 
     def denoiser_for(self, language: str) -> Denoiser:
         if language not in self._denoisers:
@@ -109,9 +122,30 @@ class TicketProcessor:
             self._annotators[language] = annotator
         return self._annotators[language]
 
+    def selector_for(self, language: str) -> CheckpointSelector:
+        """What labels and picks the checkpoints of a ``language`` ticket:
+        every turn with the annotator's labels (``all``); in ``select`` mode
+        the LLM selector when a model is configured (one call labels and
+        selects; the rule selector is its fallback), else the rule selector."""
+        if language not in self._selectors:
+            spec = self._annotator_spec
+            selector: CheckpointSelector
+            if spec.checkpoints == "all":
+                selector = AllSelector(self.annotator_for(language))
+            else:
+                rules = RuleSelector.from_config(RuleAnnotator.from_config(self.config.annotate_for(language)),
+                                                 self.config.select_for(language), self.config.annotate_for(language))
+                selector = rules
+                if spec.endpoint is not None:
+                    from cirrus.ingest.annotate.select_llm import LLMSelector
+
+                    selector = LLMSelector(spec.endpoint, fallback=rules)
+            self._selectors[language] = selector
+        return self._selectors[language]
+
     def __call__(self, ticket: Ticket) -> Processed | Skipped:
         language = ticket_language(ticket, ticket.language_given)
-        annotator = self.annotator_for(language)
+        selector = self.selector_for(language)
         clean, pii = self.deids.for_language(language).deidentify(self.denoiser_for(language)(ticket))
         dialogue = Dialogue.split(canonicalize(clean))
         if not dialogue.pairs:
@@ -120,7 +154,7 @@ class TicketProcessor:
         for exchange in exchanges:
             exchange.arguments = normalize_arguments(exchange.arguments)
         cassette = build_cassette(exchanges)
-        fallbacks_before = getattr(annotator, "fallbacks", 0)
+        fallbacks_before = getattr(selector, "fallbacks", 0)
         knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs,
                                      self.segment_han)
         task = build_task(
@@ -132,11 +166,11 @@ class TicketProcessor:
             knowledge=knowledge,
             tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
             cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
-            annotator=annotator,
+            selector=selector,
         )
         source = "ticket" if clean.knowledge else ("kb" if knowledge else "none")
         return Processed(task.model_dump(mode="json"), cassette, pii, source,
-                         getattr(annotator, "fallbacks", 0) > fallbacks_before)
+                         getattr(selector, "fallbacks", 0) > fallbacks_before, len(dialogue.pairs))
 
 
 # --- executors ---------------------------------------------------------------

@@ -55,7 +55,8 @@ from cirrus.ingest.tool_schemas import load_tool_schemas
 from cirrus.schema import Quarantined
 from cirrus.workspace import IN_PROGRESS_FILE, MANIFEST_FILE, MOCKS_DIR, TASKS_FILE
 
-__all__ = ["IngestOptions", "IngestSummary", "NoTicketFiles", "config_hash", "loading_message", "run_ingest"]
+__all__ = ["IngestOptions", "IngestSummary", "NoTicketFiles", "config_hash", "loading_message", "run_ingest",
+           "selection_entry"]
 
 
 @dataclass
@@ -103,6 +104,8 @@ def config_hash(options: IngestOptions) -> str:
         "tool_schemas": _file_digest(options.tool_schemas) if options.tool_schemas else None,
         "cirrus": __version__,
     }
+    if options.annotator.checkpoints != "all":  # absent for "all": such workspaces keep their hash
+        parts["checkpoints"] = {"mode": options.annotator.checkpoints, "select": options.pipeline.select_hash()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -122,6 +125,7 @@ class _Tally:
         self.knowledge: Counter[str] = Counter()
         self.tokens: list[int] = []
         self.llm_fallbacks = 0
+        self.candidates = 0
 
     def add_task(self, result: Processed) -> None:
         task = result.task
@@ -133,11 +137,35 @@ class _Tally:
         self.knowledge[result.knowledge_source] += 1
         self.tokens.append(task["stats"]["input_tokens"])
         self.llm_fallbacks += result.llm_fallback
+        self.candidates += result.candidates
+
+
+def selection_entry(options: IngestOptions, kept: int, total: int, fallbacks: int) -> dict[str, Any]:
+    """The manifest's ``checkpoint_selection``: how checkpoints were chosen
+    and how many of the agent turns that could have been were kept."""
+    select = options.pipeline.select
+    languages = {lang: section.select.model_dump(mode="json", include={"min_info_words", "duplicate_similarity"})
+                 for lang, section in sorted(options.pipeline.languages.items()) if section.select is not None}
+    return {
+        "mode": options.annotator.checkpoints,
+        "selector": options.annotator.selector_label,
+        "config": {
+            "rules_hash": options.pipeline.select_hash(),
+            "min_info_words": select.min_info_words,
+            "duplicate_similarity": select.duplicate_similarity,
+            "languages": languages,
+            "at_least_one": "last agent turn with a reply or tool calls",
+        },
+        "kept": kept,
+        "total": total,
+        "ratio": round(kept / total, 4) if total else None,
+        "fallbacks": fallbacks,
+    }
 
 
 def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
     tokens = sorted(tally.tokens)
-    return {
+    manifest = {
         "cirrus_version": __version__,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "input": options.raw_path.name,
@@ -169,6 +197,10 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
         "quarantined": tally.quarantined,
         "skipped": tally.skipped,
     }
+    if options.annotator.checkpoints != "all":  # absent for "all": such manifests stay as they were
+        manifest["checkpoint_selection"] = selection_entry(options, tally.checkpoints, tally.candidates,
+                                                           tally.llm_fallbacks)
+    return manifest
 
 
 def loading_message(options: IngestOptions) -> str:

@@ -5,6 +5,12 @@ denoising, an agent turn always carries text or tool calls, i.e. a decision,
 information or an action.  Turns before the first customer turn (a greeting
 that survived denoising, tool calls the agent made up front) are the task's
 ``history``; a last customer turn nobody answered is dropped.
+
+With ``--checkpoints select`` (docs/checkpoints.md) only the agent turns a
+selector keeps are checkpoints.  The turns before the first one kept join
+``history``; those between two kept turns become the later checkpoint's
+``context``; those after the last one kept are left out of the task (their
+tool calls stay in the cassette).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cirrus.ingest.annotate.base import Annotator, ReplyToLabel
+from cirrus.ingest.annotate.select import CheckpointSelector, Selection, at_least_one
 from cirrus.ingest.cassettes import NO_RESULT
 from cirrus.offline import count_tokens
 from cirrus.schema import AgentTurn, Checkpoint, CustomerTurn, KnowledgeDoc, Task, TaskStats, ToolCallRef, ToolExchange, Turn
@@ -94,6 +101,48 @@ def label_requests(dialogue: Dialogue) -> list[ReplyToLabel]:
     return items
 
 
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    """A dialogue cut into a task's history and checkpoints."""
+
+    history: list[dict[str, Any]]
+    checkpoints: list[Checkpoint]
+    turns: int  # dialogue turns the task holds (history, contexts, queries, replies)
+    messages: list[dict[str, Any]]  # every message the task holds, in dialogue order
+
+
+def assemble(dialogue: Dialogue, selection: Selection) -> Assembled:
+    """History and checkpoints of ``dialogue`` under ``selection`` (one keep
+    flag and label per pair).  Pure; a selection that keeps every pair gives
+    today's task: no checkpoint has a ``context``."""
+    if len(selection.keep) != len(dialogue.pairs) or len(selection.labels) != len(dialogue.pairs):
+        raise ValueError(f"selection covers {len(selection.keep)} turns, the dialogue has {len(dialogue.pairs)}")
+    history = [m for turn in dialogue.history for m in turn_messages(turn)]
+    checkpoints: list[Checkpoint] = []
+    pending: list[dict[str, Any]] = []  # turns since the last checkpoint kept
+    turns = len(dialogue.history)
+    for number, ((customer, agent), label, keep) in enumerate(zip(dialogue.pairs, selection.labels, selection.keep), 1):
+        if not keep:
+            pending += turn_messages(customer) + turn_messages(agent)
+            continue
+        if not checkpoints:
+            history, pending = history + pending, []
+        turns = len(dialogue.history) + 2 * number
+        checkpoints.append(Checkpoint(
+            index=len(checkpoints) + 1,
+            query=customer.text,
+            reply=agent.reply,
+            tool_calls=[ToolCallRef(name=c.name, arguments=c.arguments) for c in agent.tool_calls],
+            reply_type=label,
+            context=pending or None,
+        ))
+        pending = []
+    messages = list(history)
+    for checkpoint, (customer, agent) in zip(checkpoints, [p for p, k in zip(dialogue.pairs, selection.keep) if k]):
+        messages += (checkpoint.context or []) + turn_messages(customer) + turn_messages(agent)
+    return Assembled(history, checkpoints, turns, messages)
+
+
 def build_task(
     *,
     task_id: str,
@@ -104,23 +153,22 @@ def build_task(
     knowledge: list[KnowledgeDoc],
     tools: list[dict[str, Any]],
     cassette: str | None,
-    annotator: Annotator,
+    annotator: Annotator | None = None,
+    selector: CheckpointSelector | None = None,
 ) -> Task:
-    labels = annotator.label(label_requests(dialogue))
-    checkpoints = [
-        Checkpoint(
-            index=i,
-            query=customer.text,
-            reply=agent.reply,
-            tool_calls=[ToolCallRef(name=c.name, arguments=c.arguments) for c in agent.tool_calls],
-            reply_type=label,
-        )
-        for i, ((customer, agent), label) in enumerate(zip(dialogue.pairs, labels), 1)
-    ]
-    history = [m for turn in dialogue.history for m in turn_messages(turn)]
-    all_messages = history + [m for c, a in dialogue.pairs for m in turn_messages(c) + turn_messages(a)]
+    """The task of ``dialogue``: every agent turn a checkpoint, labelled by
+    ``annotator``, or the turns ``selector`` keeps (it labels them too)."""
+    items = label_requests(dialogue)
+    if selector is not None:
+        selection = at_least_one(selector.select(items), items)
+    elif annotator is not None:
+        selection = Selection.every(annotator.label(items))
+    else:
+        raise ValueError("build_task needs an annotator or a selector")
+    built = assemble(dialogue, selection)
+    history, checkpoints = built.history, built.checkpoints
     token_text = "\n".join([d.text for d in knowledge] + [json.dumps(tools, ensure_ascii=False)] +
-                           [m.get("content") or json.dumps(m.get("tool_calls", "")) for m in all_messages])
+                           [m.get("content") or json.dumps(m.get("tool_calls", "")) for m in built.messages])
     return Task(
         task_id=task_id,
         category=category,
@@ -133,7 +181,7 @@ def build_task(
         cassette=cassette,
         stats=TaskStats(
             input_tokens=count_tokens(token_text),
-            turns=len(dialogue.history) + 2 * len(dialogue.pairs),
+            turns=built.turns,
             checkpoints=len(checkpoints),
         ),
     )

@@ -1,14 +1,17 @@
 """The LLM coverage judge and fluency checker, on any OpenAI-compatible
 endpoint (:class:`cirrus.llm.client.ChatClient`).
 
-Both ask for a JSON object (``{"reason": ..., "verdict": "Included" | "Not
-Included"}``, ``{"reason": ..., "answer": "Yes" | "No"}``) and read whatever
-reasonable shape the answer comes in with :mod:`cirrus.judges.verdicts`
-(JSON, tags, markers, bare words, Chinese; thinking blocks and anything the
-judge merely quotes left out; the verdict stated last wins).  An answer that
+Both ask for a JSON object (``{"reason": ..., "missing": ..., "problem": ...,
+"verdict": "Included" | "Not Included"}``, ``{"reason": ..., "answer": "Yes" |
+"No"}``) and read whatever reasonable shape the answer comes in with
+:mod:`cirrus.judges.verdicts` (JSON, tags, markers, bare words, Chinese;
+thinking blocks and anything the judge merely quotes left out; the verdict
+stated last wins).  An answer that
 cannot be read is asked again with a repair message (3 attempts in all), then
 :class:`~cirrus.evaluate.types.InfrastructureError` is raised: it is never
-counted as a failed checkpoint.
+counted as a failed checkpoint.  A Not Included verdict also carries what
+the judge says is wrong (:attr:`Verdict.problem`, :attr:`Verdict.missing`,
+:func:`cirrus.judges.verdicts.read_problem`; docs/failures.md).
 
 The agent's reply, the reference, the customer's messages and the history
 are data: each goes into the prompt between tags carrying a per-request
@@ -245,13 +248,18 @@ class _LLMVerdicts:
         return text
 
     async def _verdict(self, system: str, user: str, parse: Callable[[str], bool], repair: str, what: str,
-                       cuts: dict[str, dict[str, int]], response_format: Mapping[str, Any]) -> Verdict:
+                       cuts: dict[str, dict[str, int]], response_format: Mapping[str, Any],
+                       problem: Callable[[str], tuple[str | None, str | None]] | None = None) -> Verdict:
+        """``problem``: reads what a Not Included answer says is wrong
+        (:func:`cirrus.judges.verdicts.read_problem`); not asked of an
+        Included one."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         ok, result = await self.client.complete_parsed(
             messages, parse, attempts=self.attempts, repair=repair, cache=self.cache, what=what,
             response_format=response_format,
         )
-        return Verdict(ok=ok, raw=result.content, input_cut=cuts or None)
+        found, missing = problem(result.content) if problem is not None and not ok else (None, None)
+        return Verdict(ok=ok, raw=result.content, input_cut=cuts or None, problem=found, missing=missing)
 
 
 class LLMCoverageJudge(_LLMVerdicts):
@@ -304,8 +312,11 @@ class LLMCoverageJudge(_LLMVerdicts):
         def parse(raw: str) -> bool:
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
 
+        def problem(raw: str) -> tuple[str | None, str | None]:
+            return verdicts.read_problem(raw, boundary=boundary, echoes=echoes)
+
         return await self._verdict(self.system_prompt, user, parse, prompts.COVERAGE_REPAIR, "coverage verdict",
-                                   cuts, schemas.COVERAGE_RESPONSE_FORMAT)
+                                   cuts, schemas.COVERAGE_RESPONSE_FORMAT, problem)
 
     def later_user_message(self, history: Sequence[Mapping[str, Any]], query: str, candidate: str,
                            later_query: str, later_reference: str) -> str:
@@ -325,8 +336,11 @@ class LLMCoverageJudge(_LLMVerdicts):
         def parse(raw: str) -> bool:
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
 
+        def problem(raw: str) -> tuple[str | None, str | None]:
+            return verdicts.read_problem(raw, boundary=boundary, echoes=echoes)
+
         return await self._verdict(self.later_system_prompt, user, parse, prompts.COVERAGE_REPAIR,
-                                   "coverage verdict", cuts, schemas.COVERAGE_RESPONSE_FORMAT)
+                                   "coverage verdict", cuts, schemas.COVERAGE_RESPONSE_FORMAT, problem)
 
 
 class LLMFluencyChecker(_LLMVerdicts):

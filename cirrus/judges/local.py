@@ -13,6 +13,14 @@ The coverage heuristic asks two things of the candidate reply:
 
 A reply that repeats the reference is always included; a reply on another
 subject is not.
+
+A Not Included verdict also says what is wrong (docs/failures.md), as the LLM
+judge's ``problem`` / ``missing`` fields do (:func:`find_problem`):
+``contradiction`` when the reply gives another number for the same thing
+(``port 22`` / ``port 3389``, ``30 GB`` / ``50 GB``) or says a statement of
+the reference with the opposite polarity (one negated, the other not);
+otherwise ``missing``, naming the key items (or, without any, the content
+words) of the reference the reply lacks.
 """
 
 from __future__ import annotations
@@ -96,6 +104,80 @@ def coverage(reference: str, candidate: str) -> CoverageScore:
     return CoverageScore(key_cov, word_recall, len(items))
 
 
+# a number with what it counts: the unit after it or the word before it ("30 GB", "port 22")
+_QUANTITY = re.compile(r"(?:\b([A-Za-z]{2,15})\s+)?(\d+(?:[.,:]\d+)*)(?:\s?(%|[A-Za-z]{1,5}\b|[\u4e00-\u9fff]{1,2}))?")
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|without)\b|n't\b|不(?!同|久|少|断|过|错)|没有|无需|无法|勿|别")
+_CLAUSE = re.compile(r"[.;!?。；！？\n]+")
+_MISSING_LIMIT = 5
+
+
+def _quantities(text: str) -> dict[tuple[str, str], set[str]]:
+    """Numbers by what they count: ``("unit", "gb")`` or ``("word", "port")`` -> numbers."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for match in _QUANTITY.finditer(text):
+        word, number, unit = match.group(1), match.group(2), match.group(3)
+        if unit and unit.lower() not in _STOP:
+            found.setdefault(("unit", unit.lower()), set()).add(number)
+        if word and word.lower() not in _STOP:
+            found.setdefault(("word", word.lower()), set()).add(number)
+    return found
+
+
+def _ordered_words(text: str) -> list[str]:
+    """The content words of ``text`` in order of appearance, once each."""
+    if _HAN.search(text):
+        from cirrus.ingest.knowledge import tokenize
+
+        words = [w for w in tokenize([text])[0] if w not in _STOP and (len(w) > 1 or _HAN.match(w))]
+    else:
+        words = [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1]
+    return list(dict.fromkeys(words))
+
+
+def _polarity_flip(reference: str, candidate: str) -> str | None:
+    """A statement of the reference that the candidate makes with the
+    opposite polarity: the candidate clause sharing most of its content words
+    (at least 3, and 60% of them) is negated where it is not, or the reverse."""
+    clauses = [c for c in _CLAUSE.split(candidate) if c.strip()]
+    candidate_words = [(clause, set(_ordered_words(clause))) for clause in clauses]
+    for ref_clause in (c for c in _CLAUSE.split(reference) if c.strip()):
+        words = set(_ordered_words(ref_clause))
+        if len(words) < 3:
+            continue
+        best = max(candidate_words, key=lambda pair: len(words & pair[1]), default=None)
+        if best is None:
+            continue
+        shared = len(words & best[1])
+        if shared >= 3 and shared >= 0.6 * len(words) and \
+                bool(_NEGATION.search(ref_clause)) != bool(_NEGATION.search(best[0])):
+            return " ".join(ref_clause.split())[:120]
+    return None
+
+
+def find_problem(reference: str, candidate: str) -> tuple[str, str]:
+    """What a Not Included candidate gets wrong: ``("contradiction", what)``
+    when it gives another number for something the reference counts, or
+    flips the polarity of one of its statements; else ``("missing", what)``
+    with the key items (or content words) of the reference it lacks."""
+    ref_numbers, cand_numbers = _quantities(reference), _quantities(candidate)
+    for what, numbers in ref_numbers.items():
+        said = cand_numbers.get(what, set())
+        if said and not numbers & said:
+            label = what[1] if what[0] == "word" else ""
+            want = ", ".join(f"{label} {n}".strip() if what[0] == "word" else f"{n} {what[1]}" for n in sorted(numbers))
+            got = ", ".join(sorted(said))
+            return "contradiction", f"{want} (the reply says {got})"
+    flipped = _polarity_flip(reference, candidate)
+    if flipped is not None:
+        return "contradiction", f"negation differs: {flipped}"
+    cand = _norm(candidate)
+    absent = [item for item in key_items(reference) if _norm(item) not in cand]
+    if not absent:
+        have = content_words(candidate)
+        absent = [w for w in _ordered_words(reference) if w not in have]
+    return "missing", ", ".join(absent[:_MISSING_LIMIT])
+
+
 class LocalCoverageJudge:
     """Included when at least ``key_threshold`` of the key items and
     ``word_threshold`` of the content words of the reference are present."""
@@ -114,7 +196,11 @@ class LocalCoverageJudge:
         )
         key = "n/a" if score.key_coverage is None else f"{score.key_coverage:.2f} of {score.items}"
         raw = f"{'Included' if included else 'Not Included'} (offline heuristic: key items {key}, content words {score.word_recall:.2f})"
-        return Verdict(included, raw)
+        if included:
+            return Verdict(included, raw)
+        problem, missing = find_problem(reference, candidate)
+        raw += f"; {'contradicts' if problem == 'contradiction' else 'missing'}: {missing or '-'}"
+        return Verdict(included, raw, problem=problem, missing=missing or None)
 
 
 _DEAD_END = re.compile(

@@ -10,6 +10,13 @@ answer travel with the panel's (:attr:`Verdict.votes`), so the transcript and
 ``checkpoints.parquet`` hold them all and the run can report how much the
 members agree (:mod:`cirrus.judges.agreement`).
 
+When the panel says Not Included, its ``problem`` (docs/failures.md) is the
+one most of the members that said Not Included name (:func:`majority_problem`):
+``contradiction`` or ``missing``; a tie between them is ``missing`` (the
+weaker claim, and the default); members that name none do not count, and
+when none names one the panel names none.  ``missing`` is the words of the
+first member (in panel order) that named the panel's problem.
+
 A member that fails (its endpoint errors after retries, or its answer cannot
 be read) fails the question: the attempt becomes an infrastructure error, as
 with a single judge, and is tried again when the run is resumed.  A majority
@@ -33,6 +40,17 @@ def majority(votes: Sequence[bool]) -> bool:
     if not votes:
         raise ValueError("a panel verdict needs at least one vote")
     return 2 * sum(map(bool, votes)) > len(votes)
+
+
+def majority_problem(verdicts: Sequence[Verdict]) -> tuple[str | None, str | None]:
+    """``(problem, missing)`` of a Not Included panel (see the module doc)."""
+    named = [v for v in verdicts if not v.ok and v.problem in ("missing", "contradiction")]
+    if not named:
+        return None, None
+    contradictions = sum(v.problem == "contradiction" for v in named)
+    problem = "contradiction" if 2 * contradictions > len(named) else "missing"
+    missing = next((v.missing for v in named if v.problem == problem and v.missing), None)
+    return problem, missing
 
 
 def _fingerprint(judge: Any) -> Any:
@@ -86,4 +104,5 @@ class JudgePanel:
         votes = tuple({"judge": member.name, "ok": verdict.ok, "raw": verdict.raw}
                       for member, verdict in zip(self.members, verdicts))
         cut = next((v.input_cut for v in verdicts if v.input_cut), None)
-        return Verdict(ok=ok, raw=raw, input_cut=cut, votes=votes)
+        problem, missing = (None, None) if ok else majority_problem(verdicts)
+        return Verdict(ok=ok, raw=raw, input_cut=cut, votes=votes, problem=problem, missing=missing)

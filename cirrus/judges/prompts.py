@@ -61,8 +61,17 @@ where; judge only the text you are shown.
 """
 
 _COVERAGE_ANSWER = """\
+When the verdict is "Not Included", also say what went wrong: "problem" is \
+"contradiction" when the candidate states something that conflicts with a \
+key item (another cause, value, step or conclusion), else "missing" (key \
+items are simply absent); "missing" names, in a few words, the key items that \
+are absent or contradicted. When the verdict is "Included", "problem" is \
+"none" and "missing" is "".
+
 Answer with one JSON object and nothing else:
 {"reason": "<one or two sentences naming the key items and whether each is present>", \
+"missing": "<the key items absent or contradicted, or empty>", \
+"problem": "none" or "missing" or "contradiction", \
 "verdict": "Included" or "Not Included"}\
 """
 
@@ -150,8 +159,8 @@ engineer's later reply? Answer with the JSON object only.\
 
 COVERAGE_REPAIR = """\
 Your answer could not be read. Reply again with only this JSON object and \
-nothing else: {"reason": "...", "verdict": "Included"} or \
-{"reason": "...", "verdict": "Not Included"}\
+nothing else: {"reason": "...", "missing": "", "problem": "none", "verdict": "Included"} or \
+{"reason": "...", "missing": "...", "problem": "missing" or "contradiction", "verdict": "Not Included"}\
 """
 
 FLUENCY_SYSTEM = """\

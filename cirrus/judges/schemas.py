@@ -19,7 +19,11 @@ Each constant is an OpenAI ``response_format`` (a strict JSON schema) given to
   :class:`cirrus.llm.client.ChatClient`.
 
 ``reason`` comes first so that a model generating in order reasons before it
-commits to a verdict, as the prompts ask.
+commits to a verdict, as the prompts ask.  The coverage format also has
+``missing`` (what key information is absent or contradicted; empty when
+Included) and ``problem`` (``none`` / ``missing`` / ``contradiction``) between
+them, which name the failure category of a rejected turn (docs/failures.md);
+the reader treats both as optional, so answers without them read as before.
 """
 
 from __future__ import annotations
@@ -27,7 +31,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def _verdict_format(name: str, field: str, values: tuple[str, ...]) -> dict[str, Any]:
+PROBLEM_VALUES = ("none", "missing", "contradiction")
+
+
+def _verdict_format(name: str, field: str, values: tuple[str, ...],
+                    middle: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A strict schema: ``reason`` first, the ``middle`` fields, the verdict
+    ``field`` last (strict mode needs every property required)."""
+    properties = {"reason": {"type": "string"}, **(middle or {}), field: {"type": "string", "enum": list(values)}}
     return {
         "type": "json_schema",
         "json_schema": {
@@ -35,16 +46,15 @@ def _verdict_format(name: str, field: str, values: tuple[str, ...]) -> dict[str,
             "strict": True,
             "schema": {
                 "type": "object",
-                "properties": {
-                    "reason": {"type": "string"},
-                    field: {"type": "string", "enum": list(values)},
-                },
-                "required": ["reason", field],
+                "properties": properties,
+                "required": list(properties),
                 "additionalProperties": False,
             },
         },
     }
 
 
-COVERAGE_RESPONSE_FORMAT: dict[str, Any] = _verdict_format("coverage_verdict", "verdict", ("Included", "Not Included"))
+COVERAGE_RESPONSE_FORMAT: dict[str, Any] = _verdict_format(
+    "coverage_verdict", "verdict", ("Included", "Not Included"),
+    {"missing": {"type": "string"}, "problem": {"type": "string", "enum": list(PROBLEM_VALUES)}})
 FLUENCY_RESPONSE_FORMAT: dict[str, Any] = _verdict_format("fluency_answer", "answer", ("Yes", "No"))

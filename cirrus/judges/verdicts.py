@@ -28,6 +28,14 @@ stated **last** wins (a judge that quotes verdict-like text and then gives its
 own verdict is read by its own).  "Not Included" is matched before
 "Included", "No" never matches "Not", "不包含" before "包含".
 
+The coverage judge's answer may also say what is wrong with a Not Included
+candidate (:func:`read_problem`, docs/failures.md): a ``problem`` field
+(``"missing"`` / ``"contradiction"`` / ``"none"``, or words such as
+"Contradiction", "contradicts", "missing info", 矛盾, 缺少信息) and a
+``missing`` field naming what is absent or contradicted; without them, the
+cue words of its reason or prose ("the reply contradicts ...", "it omits
+...").  The field is optional: an answer without it reads exactly as before.
+
 An answer with no verdict, or whose last verdict is only an opening line
 contradicted by the prose after it ("Included\\nThe key step is not
 included, though."), raises :class:`UnparseableOutput`; the caller asks again
@@ -45,7 +53,7 @@ from typing import Any
 from cirrus.llm.client import UnparseableOutput
 
 __all__ = ["COVERAGE", "FLUENCY", "Role", "DATA_TAGS", "read_coverage", "read_fluency", "read_verdict",
-           "own_words"]
+           "own_words", "read_problem"]
 
 DATA_TAGS = ("conversation", "customer_last_message", "reference_reply", "candidate_reply",
              "next_customer_message", "later_customer_message", "history", "reference", "candidate")
@@ -300,3 +308,114 @@ def read_coverage(raw: str, *, boundary: str | None = None, echoes: Iterable[str
 def read_fluency(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> bool:
     """``True`` for Yes, ``False`` for No."""
     return read_verdict(raw, FLUENCY, boundary=boundary, echoes=echoes)
+
+
+# --------------------------------------------------------------------------
+# what the coverage judge says is wrong (docs/failures.md)
+
+PROBLEM_KEYS = ("problem", "problem_type", "issue", "issue_type", "failure", "failure_type", "error_type",
+                "category", "问题", "问题类型", "类型")
+MISSING_KEYS = ("missing", "missing_information", "missing_info", "missing_items", "missing_key_information",
+                "absent", "contradicted", "contradiction", "contradictions", "缺少", "缺失", "缺失信息", "缺少信息",
+                "矛盾")
+_CONTRADICTED_KEYS = ("contradicted", "contradiction", "contradictions", "矛盾")
+_CONTRA_CUE = re.compile(
+    r"contradict\w*|\bconflicts?\s+with\b|\bconflicting\b|\binconsistent\b|\bincorrect(?:ly)?\b|\bwrong\b"
+    r"|\bopposite\b|矛盾|冲突|相反|不一致|错误|不正确", re.IGNORECASE)
+_MISSING_CUE = re.compile(
+    r"\bmissing\b|\bmisses\b|\bomi(?:ts?|tted|tting|ssion)\b|\black(?:s|ing)?\b|\babsent\b|\bincomplete\b"
+    r"|\bleaves?\s+out\b|\bleft\s+out\b|\bmiss\b"
+    r"|\b(?:does\s+not|doesn't|did\s+not|didn't|never)\s+(?:\w+\s+){0,2}?"
+    r"(?:mention|include|provide|give|ask|request|state|cover|say)\w*"
+    r"|\bnot\s+(?:mentioned|provided|given|covered|present|stated)\b"
+    r"|缺少|缺失|遗漏|漏掉|缺乏|没有提到|未提到|未提及|没有提及|没提", re.IGNORECASE)
+_NONE_VALUE = re.compile(r"(?:none|no|n/?a|null|nil|nothing|no\s+problem|ok|无|没有|无问题|-)?", re.IGNORECASE)
+_NEGATED_EN = re.compile(r"(?:\b(?:not|no|never|without|nothing|nor)\b|n't)(?:\s+\w+){0,2}\s*$", re.IGNORECASE)
+_NEGATED_ZH = re.compile(r"(?:不|没|无|未)[\u4e00-\u9fff]{0,2}$")
+_MISSING_TEXT_CHARS = 500
+
+
+def _cue(text: str) -> str | None:
+    """``contradiction`` when ``text`` says something conflicts (and does not
+    deny it: "does not contradict" is no contradiction), else ``missing``
+    when it says something is absent, else ``None``."""
+    for match in _CONTRA_CUE.finditer(text):
+        before = text[max(0, match.start() - 40):match.start()]
+        if not (_NEGATED_EN.search(before) or _NEGATED_ZH.search(before)):
+            return "contradiction"
+    return "missing" if _MISSING_CUE.search(text) else None
+
+
+def _problem_value(value: Any) -> tuple[bool, str | None]:
+    """(stated, problem) of a ``problem`` field's value."""
+    if isinstance(value, bool) or value is None:
+        return False, None
+    word = _MARKDOWN.sub(" ", re.sub(r"[_-]", " ", str(value))).strip()
+    if _NONE_VALUE.fullmatch(word):
+        return True, None
+    if word.lower() in ("both", "两者都有"):  # missing and contradicted: the stronger one
+        return True, "contradiction"
+    found = _cue(word)
+    return (True, found) if found else (False, None)
+
+
+def _missing_text(value: Any) -> str | None:
+    if isinstance(value, list):
+        value = "; ".join(str(item).strip() for item in value if str(item).strip())
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if not text or _NONE_VALUE.fullmatch(_MARKDOWN.sub(" ", text).strip()):
+        return None
+    return text[:_MISSING_TEXT_CHARS]
+
+
+def _json_problem(obj: dict[str, Any], depth: int = 0) -> tuple[bool, str | None, str | None, list[str]]:
+    """(problem stated, problem, missing text, reason texts) of a JSON answer."""
+    lowered = {str(k).strip().lower(): v for k, v in obj.items()}
+    stated, problem, missing = False, None, None
+    for key in PROBLEM_KEYS:
+        if key in lowered:
+            stated, problem = _problem_value(lowered[key])
+            if stated:
+                break
+    for key in MISSING_KEYS:
+        if key in lowered and (text := _missing_text(lowered[key])) is not None:
+            missing = text
+            if not stated and key in _CONTRADICTED_KEYS:
+                stated, problem = True, "contradiction"
+            break
+    if missing is not None and problem is None:
+        stated, problem = True, "missing"
+    reasons = [str(v) for k, v in lowered.items() if isinstance(v, str) and k in (
+        "reason", "reasoning", "explanation", "rationale", "analysis", "理由", "原因", "分析")]
+    if not stated and depth < 2:
+        for value in lowered.values():
+            if isinstance(value, dict):
+                inner = _json_problem(value, depth + 1)
+                if inner[0]:
+                    return inner
+                reasons += inner[3]
+    return stated, problem, missing, reasons
+
+
+def read_problem(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> tuple[str | None, str | None]:
+    """What the coverage judge's answer says is wrong with the candidate:
+    ``(problem, missing)``, ``problem`` ``"missing"``, ``"contradiction"`` or
+    ``None`` (not stated, or "none"), ``missing`` the judge's words for what
+    is absent or contradicted (``None`` when it names nothing).  Read from
+    the judge's own words only (as :func:`read_verdict`); the last JSON
+    object that states it wins, else the cue words of its reasons and prose.
+    Never raises: an answer that says nothing gives ``(None, None)``."""
+    text = own_words(raw, boundary=boundary, echoes=echoes)
+    found: tuple[str | None, str | None] | None = None
+    reasons: list[str] = []
+    for start, end, obj in _json_objects(text):
+        stated, problem, missing, why = _json_problem(obj)
+        if stated:
+            found = (problem, missing)
+        reasons += why
+        text = _blank(text, start, end)
+    if found is not None:
+        return found
+    return _cue(_strip_quotes("\n".join([*reasons, text]), COVERAGE)), None

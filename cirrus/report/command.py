@@ -17,8 +17,16 @@ Files written to the output folder:
   attempts, and the judge's own noise where ``cirrus judge-consistency``
   measured it (``reports/<run_id>/judge_consistency.json``; see
   ``docs/noise.md``);
+* ``failures.parquet``: one row per (run, reference reply type, failure
+  category): how the failed turns split over the categories of
+  ``docs/failures.md``;
 * ``report.html``: one self-contained page for people: leaderboard, charts
-  with confidence intervals, every attempt's transcript;
+  with confidence intervals, failure categories, the dataset's statistics,
+  where two runs part, every attempt's transcript;
+* ``stats.json``: the workspace's dataset statistics, the text ``cirrus
+  stats`` writes (when ``tickets/tasks.jsonl`` is valid);
+* ``diff.parquet``: for exactly two runs, the rows of ``cirrus diff``
+  (every (task, attempt) whose outcome differs, with its first divergence);
 * ``report.json``: what was reported, with which settings, and warnings
   (also printed, and shown at the top of ``report.html``): among them, runs
   that are not comparable (:func:`comparability_warnings`) and self-judged
@@ -187,7 +195,12 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
 
     if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 0:
         raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
-    runs = load_runs(workspace, list(run_ids))
+    from cirrus.report.subtask import split_modes, subtask_manifest, subtask_report, write_subtask_tables
+
+    walk_ids, subtask_ids = split_modes(workspace, list(run_ids))
+    if subtask_ids and not walk_ids:  # subtask runs only: their tables, never the walk leaderboard
+        return subtask_report(subtask_ids, workspace, out, bootstrap, seed, k=k, confidence=confidence)
+    runs = load_runs(workspace, walk_ids)
     price_table = dict(prices) if prices is not None else load_prices(workspace, config)
     warnings = [w for run in runs for w in run.warnings] + comparability_warnings(runs, k)
 
@@ -215,6 +228,9 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         warnings += problems
     noise_table = noise(runs, judge_noise)
     tables["noise.parquet"] = noise_table
+    from cirrus.report.tables import failure_breakdown
+
+    tables["failures.parquet"] = failure_breakdown(runs)  # docs/failures.md
 
     out_dir = out if out is not None else default_out_dir(workspace, list(run_ids))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -226,9 +242,15 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     for name in FILES:
         if name not in tables:
             (out_dir / name).unlink(missing_ok=True)
-    from cirrus.report.html import HTML_FILE, write_html_report
+    # subtask runs given with walks: their own tables beside (docs/subtasks.md)
+    subtask_part = write_subtask_tables(subtask_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence)
+    files.update(subtask_part["files"])
+    warnings += subtask_part["warnings"]
+    from cirrus.report.html import HTML_FILE, report_extras, write_extras, write_html_report
 
-    files[HTML_FILE] = write_html_report(runs, tables, out_dir, workspace, warnings)
+    extras = report_extras(runs, workspace)  # dataset statistics; the run diff of exactly two runs
+    files.update(write_extras(extras, out_dir))  # stats.json, diff.parquet
+    files[HTML_FILE] = write_html_report(runs, tables, out_dir, workspace, warnings, extras=extras)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -236,6 +258,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         "runs": [{"run_id": run.run_id, "model": run.model, "k": run.k, "dataset": run.dataset,
                   "judge": run.summary.get("judge"), "fluency": run.summary.get("fluency"),
                   "self_judged": run.self_judged} for run in runs],
+        "subtask_runs": subtask_manifest(subtask_part["runs"]),
         "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
         "files": sorted(files), "warnings": warnings, "noise": noise_summary(noise_table, paired_table),
     }
@@ -244,7 +267,8 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         handle.write("\n")
     files[REPORT_FILE] = out_dir / REPORT_FILE
     return {"out_dir": out_dir, "files": files, "leaderboard": tables["leaderboard.parquet"],
-            "intervals": interval_table, "paired": paired_table, "noise": noise_table, "warnings": warnings}
+            "intervals": interval_table, "paired": paired_table, "noise": noise_table, "warnings": warnings,
+            "failures": tables["failures.parquet"], "subtask": subtask_part}
 
 
 def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) -> dict[str, Any]:
@@ -311,7 +335,11 @@ def report(
     except (ReportError, ValueError) as exc:
         _fail(str(exc))
         return
-    _print_report(result)
+    from cirrus.report.subtask import print_subtask_report
+
+    if result["leaderboard"] is not None:
+        _print_report(result)
+    print_subtask_report(result)  # the tables of subtask runs, when the report has any
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}")
 
@@ -363,6 +391,34 @@ def _print_report(result: dict[str, Any]) -> None:
             diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), _fmt(row["diff"]),
                                interval, _fmt(row["p_value"], 4), _fmt(row["mdd"]))
         stdout.print(diff_table)
+    if result.get("failures") is not None:
+        _print_failures(result["failures"], stdout)
     for line in noise_lines(pairs):
         stdout.print(line, highlight=False, markup=False, soft_wrap=True)  # one greppable line
     stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")
+
+
+def _print_failures(failures: pl.DataFrame, stdout: Any) -> None:
+    """Why the failed turns failed: one row per category (docs/failures.md),
+    one column per run, "count (share)"; nothing when no run has a failed turn."""
+    import polars as pl
+    from rich.table import Table
+
+    overall = failures.filter(pl.col("reply_type") == "all")
+    if overall.is_empty() or not overall["count"].sum():
+        return
+    runs = list(dict.fromkeys(overall["run_id"].to_list()))
+    table = Table(title="failed turns by category (docs/failures.md)")
+    table.add_column("failure", justify="left")
+    for run_id in runs:
+        table.add_column(run_id, justify="right", overflow="fold")
+    cells = {(row["run_id"], row["failure"]): row for row in overall.iter_rows(named=True)}
+    for failure in overall.sort("failure_order")["failure"].unique(maintain_order=True).to_list():
+        values = []
+        for run_id in runs:
+            row = cells.get((run_id, failure))
+            values.append("-" if row is None else f"{row['count']} ({_fmt(row['share'] or 0.0, 2)})")
+        table.add_row(failure, *values)
+    totals = {row["run_id"]: row["n_failed"] for row in overall.iter_rows(named=True)}
+    table.add_row("failed turns", *(str(totals.get(run_id, 0)) for run_id in runs))
+    stdout.print(table)

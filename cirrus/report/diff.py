@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -32,6 +32,15 @@ out = cli_console()
 
 DIFF_DIR = "_diff"
 DIFF_FILE = "diff.parquet"
+
+
+def write_diff(rows: list[dict[str, Any]], path: Path) -> None:
+    """``diff.parquet``: the rows of :func:`diff_runs` as the documented
+    ``diff`` table (``docs/report-schema.md``), written atomically."""
+    from cirrus.report.command import _write_parquet
+    from cirrus.report.schema import conform
+
+    _write_parquet(conform(pl.DataFrame(rows, schema=DIFF_SCHEMA), "diff"), path, "diff")
 DIFF_SCHEMA = {
     "task_id": pl.Utf8, "attempt": pl.Int64, "run_a": pl.Utf8, "run_b": pl.Utf8, "covered_a": pl.Int64,
     "covered_b": pl.Int64, "success_a": pl.Boolean, "success_b": pl.Boolean, "better": pl.Utf8,
@@ -156,7 +165,7 @@ def diff(
     rows = diff_runs(view_a, view_b)
     target = workspace / REPORTS_DIR / DIFF_DIR / f"{run_a}+{run_b}"
     target.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows, schema=DIFF_SCHEMA).write_parquet(target / DIFF_FILE)
+    write_diff(rows, target / DIFF_FILE)
 
     wins_a = sum(r["better"] == "A" for r in rows)
     out.print(f"{len(common)} (task, attempt) pairs in both runs; {len(rows)} differ: "

@@ -17,6 +17,16 @@ frames it writes as Parquet) with the Jinja2 template
   own flip rate where measured), per pair of runs the minimal detectable
   difference of SR pass@1 and ATPR; leaderboard cells whose gap to the best
   run is within that noise are marked ``≈`` (see ``docs/noise.md``);
+* why turns were rejected: per run, the rejected turns by the ``failure``
+  column of ``checkpoints.parquet`` (a table and a bar chart; a note for runs
+  written before that column existed);
+* where the two runs part (a report of exactly two runs): every (task,
+  attempt) whose outcome differs, with the first checkpoint where the walks
+  differ, as :func:`cirrus.report.diff.diff_runs` finds it, in collapsible
+  ``<details>``;
+* the dataset: :func:`cirrus.stats.compute_stats` of the workspace's tasks
+  (categories, turns / checkpoints / input tokens per task as box plots of
+  its quartiles, tool-call and image shares, reply types, top tools);
 * a task table linking every attempt to its transcript, and the transcripts
   themselves (customer, agent under test, tool calls with their replayed
   results, reference reply, judge verdicts with the judge's raw output) as
@@ -34,6 +44,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +52,12 @@ if TYPE_CHECKING:
     import polars as pl
 
     from cirrus.report.loading import Run
+    from cirrus.stats import DatasetStats
 
 HTML_FILE = "report.html"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 TEMPLATE = "report.html.j2"
+STATS_FILE = "stats.json"  # the text of `cirrus stats`'s reports/stats.json, for the report's workspace
 
 TASK_DIMENSION_TITLES = {
     "category": "Service category",
@@ -123,6 +136,10 @@ class _Anchors:
             self._used.add(anchor)
             self._ids[key] = anchor
         return self._ids[key]
+
+    def get(self, run_id: str, task_id: str, attempt: int) -> str | None:
+        """The anchor already given out for that attempt, else ``None`` (no new one)."""
+        return self._ids.get((run_id, task_id, attempt))
 
 
 # --------------------------------------------------------------------------
@@ -486,6 +503,359 @@ def _attempt_views(runs: Sequence[Run], anchors: _Anchors, context: Mapping[str,
 
 
 # --------------------------------------------------------------------------
+# Dataset, run diff and failure categories (sections of their own)
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportExtras:
+    """What the report adds beside its tables: the dataset statistics of the
+    workspace (``stats``, or why there are none in ``stats_problem``) and,
+    for exactly two runs, :func:`cirrus.report.diff.diff_runs`'s rows
+    (``diff``; ``None`` for one run or three and more, or when the two runs
+    cannot be compared, said in ``diff_problem``)."""
+
+    stats: DatasetStats | None = None
+    stats_problem: str | None = None
+    diff: list[dict[str, Any]] | None = None
+    diff_problem: str | None = None
+    diff_common: int = 0
+
+
+def load_dataset_stats(workspace: Path) -> tuple[DatasetStats | None, str | None]:
+    """:func:`cirrus.stats.compute_stats` of ``tickets/tasks.jsonl``, or
+    ``None`` and why (a message naming the file and line, no ticket text)."""
+    from pydantic import ValidationError
+
+    from cirrus.evaluate.tasks import TaskFileError, load_tasks
+    from cirrus.schema import Task
+    from cirrus.stats import compute_stats
+
+    try:
+        raw = load_tasks(workspace)
+    except TaskFileError as exc:
+        return None, f"no dataset statistics: {exc}"
+    except OSError as exc:
+        return None, f"no dataset statistics: could not read the tasks of {workspace} ({exc.strerror or exc})"
+    tasks = []
+    for number, item in enumerate(raw, 1):
+        try:
+            tasks.append(Task.model_validate(item))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"]) or "task"
+            return None, (f"no dataset statistics: task {number} of tickets/tasks.jsonl is not a valid task "
+                          f"({where}: {problem['msg']}); `cirrus stats` names its line")
+    return compute_stats(tasks), None
+
+
+def load_run_diff(workspace: Path, run_ids: Sequence[str]) -> tuple[list[dict[str, Any]] | None, str | None, int]:
+    """For exactly two runs: :func:`cirrus.report.diff.diff_runs` of their
+    committed attempts, with the number of (task, attempt) pairs they share;
+    ``(None, None, 0)`` for another number of runs, ``(None, why, n)`` when
+    they cannot be compared."""
+    if len(run_ids) != 2:
+        return None, None, 0
+    from cirrus.report.diff import diff_runs
+    from cirrus.report.show import ShowError, load_run_view
+
+    try:
+        view_a, view_b = (load_run_view(workspace, run_id) for run_id in run_ids)
+    except ShowError as exc:
+        return None, f"the two runs could not be compared: {exc}", 0
+    common = len(set(view_a.rows) & set(view_b.rows))
+    if not common:
+        return None, ("the two runs share no recorded (task, attempt) in their attempts.jsonl: "
+                      "nothing to compare"), 0
+    return diff_runs(view_a, view_b), None, common
+
+
+def report_extras(runs: Sequence[Run], workspace: Path) -> ReportExtras:
+    """The dataset statistics and (two runs) the run diff of a report."""
+    stats, stats_problem = load_dataset_stats(workspace)
+    diff, diff_problem, common = load_run_diff(workspace, [run.run_id for run in runs])
+    return ReportExtras(stats, stats_problem, diff, diff_problem, common)
+
+
+def write_extras(extras: ReportExtras, out_dir: Path) -> dict[str, Path]:
+    """Write ``stats.json`` (the text ``cirrus stats`` writes) and, with a
+    run diff, ``diff.parquet`` (the columns ``cirrus diff`` writes) into
+    ``out_dir``; remove those an earlier report there left and this one
+    does not write.  Returns ``{file name: path}`` of the files written."""
+    from cirrus.files import atomic_writer
+    from cirrus.report.diff import DIFF_FILE, write_diff
+    from cirrus.stats_command import stats_json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    if extras.stats is not None:
+        with atomic_writer(out_dir / STATS_FILE) as handle:
+            handle.write(stats_json(extras.stats))
+        written[STATS_FILE] = out_dir / STATS_FILE
+    if extras.diff is not None:
+        path = out_dir / DIFF_FILE
+        write_diff(extras.diff, path)
+        written[DIFF_FILE] = path
+    for name in (STATS_FILE, DIFF_FILE):
+        if name not in written:
+            (out_dir / name).unlink(missing_ok=True)
+    return written
+
+
+def _share_text(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "–"
+
+
+def _number(value: float | int | None) -> str:
+    """Integers as integers, other numbers with two decimals (as ``cirrus stats``)."""
+    if value is None:
+        return "–"
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
+    return f"{value:.2f}"
+
+
+def dataset_view(stats: DatasetStats) -> dict[str, Any]:
+    """The rows of the Dataset section's tables, from ``stats`` as it is."""
+    overview = [
+        ("tasks", str(stats.tasks)),
+        ("checkpoints", str(stats.checkpoints)),
+        ("languages", ", ".join(f"{k}: {v}" for k, v in stats.languages.items()) or "–"),
+        ("categories", str(len(stats.categories))),
+        ("tasks with tool calls",
+         f"{stats.tasks_with_tool_calls} ({_share_text(stats.tasks_with_tool_calls, stats.tasks)})"),
+        ("tasks with images (OCR)", f"{stats.tasks_with_images} ({_share_text(stats.tasks_with_images, stats.tasks)})"),
+        ("tool calls", f"{stats.tool_calls} ({stats.distinct_tools} distinct tools)"),
+        ("knowledge docs per task", _number(stats.knowledge_docs_mean)),
+    ]
+    distributions = []
+    for key, label, dist in (("turns", "turns", stats.turns),
+                             ("checkpoints", "checkpoints", stats.checkpoints_per_task),
+                             ("input_tokens", "input tokens", stats.input_tokens)):
+        distributions.append({"key": key, "label": label, "min": _number(dist.min), "p25": _number(dist.p25),
+                              "p50": _number(dist.p50), "p75": _number(dist.p75), "max": _number(dist.max),
+                              "mean": _number(dist.mean)})
+    return {
+        "tasks": stats.tasks,
+        "overview": [{"label": label, "value": value} for label, value in overview],
+        "categories": [{"name": name, "tasks": count, "share": _share_text(count, stats.tasks)}
+                       for name, count in stats.categories.items()],
+        "distributions": distributions,
+        "reply_types": [{"name": name, "checkpoints": count, "share": _share_text(count, stats.checkpoints)}
+                        for name, count in stats.reply_types.items()],
+        "tools": [{"rank": rank, "name": tool.name, "calls": tool.calls}
+                  for rank, tool in enumerate(stats.top_tools, 1)],
+        "distinct_tools": stats.distinct_tools,
+    }
+
+
+def _hbars(names: Sequence[str], counts: Sequence[int], prefix: str, xlabel: str, color: Any) -> str:
+    """Horizontal bars, largest first from the top, each with its count."""
+    fig = _figure(6.0, 0.45 + 0.26 * max(len(names), 2))
+    ax = fig.add_subplot()
+    ax.grid(True, axis="x")
+    ax.grid(False, axis="y")
+    y = list(range(len(names)))
+    ax.barh(y, list(counts), color=color, height=0.7)
+    ax.set_yticks(y, list(names))
+    ax.invert_yaxis()
+    top = max(counts) if counts else 1
+    for yi, count in zip(y, counts):
+        ax.text(count + top * 0.01, yi, str(count), va="center", fontsize=8)
+    ax.set_xlim(0, top * 1.12 + 0.5)
+    ax.set_xlabel(xlabel)
+    return _svg(fig, prefix)
+
+
+def _distribution_chart(stats: DatasetStats, color: Any) -> str:
+    """Box plots drawn from the quartiles ``cirrus.stats`` computed (whiskers
+    at min and max, the mean as a dot): turns and checkpoints per task on one
+    axis, input tokens on its own."""
+    fig = _figure(6.5, 2.6)
+    left, right = fig.subplots(1, 2, width_ratios=[2, 1])
+
+    def box(dist: Any, label: str) -> dict[str, Any]:
+        return {"label": label, "whislo": dist.min, "q1": dist.p25, "med": dist.p50, "q3": dist.p75,
+                "whishi": dist.max, "mean": dist.mean, "fliers": []}
+
+    props = {"patch_artist": True, "showmeans": True, "widths": 0.5,
+             "boxprops": {"facecolor": color, "alpha": 0.55},
+             "meanprops": {"marker": "o", "markerfacecolor": "#ffffff", "markeredgecolor": "#333333"},
+             "medianprops": {"color": "#1d2430"}}
+    left.bxp([box(stats.turns, "turns"), box(stats.checkpoints_per_task, "checkpoints")], **props)
+    left.set_ylabel("per task")
+    right.bxp([box(stats.input_tokens, "input tokens")], **props)
+    right.set_ylabel("tokens per task")
+    return _svg(fig, "chart-dataset-distributions")
+
+
+def _shares_chart(stats: DatasetStats, color: Any) -> str:
+    fig = _figure(6.0, 1.3)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="x")
+    ax.grid(False, axis="y")
+    labels = ["with tool calls", "with images (OCR)"]
+    parts = [stats.tasks_with_tool_calls, stats.tasks_with_images]
+    shares = [_num(stats.tool_call_share), _num(stats.image_share)]
+    ax.barh([0, 1], [1.0, 1.0], color="#eeeeee", height=0.6)
+    ax.barh([0, 1], shares, color=color, height=0.6)
+    ax.set_yticks([0, 1], labels)
+    ax.invert_yaxis()
+    for yi, (part, share) in enumerate(zip(parts, shares)):
+        inside = share > 0.6  # the label goes inside a long bar, in white
+        ax.text(share - 0.01 if inside else share + 0.01, yi, f"{part} of {stats.tasks} ({share:.1%})", va="center",
+                ha="right" if inside else "left", fontsize=8, color="#ffffff" if inside else "#1d2430")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of tasks")
+    return _svg(fig, "chart-dataset-shares")
+
+
+def dataset_charts(stats: DatasetStats) -> dict[str, str]:
+    """The Dataset section's charts (empty for a dataset without tasks)."""
+    if stats.tasks == 0:
+        return {}
+    color = _colors(1)[0]
+    charts = {
+        "categories": _hbars(list(stats.categories), list(stats.categories.values()), "chart-dataset-categories",
+                             "tasks", color),
+        "distributions": _distribution_chart(stats, color),
+        "shares": _shares_chart(stats, color),
+        "reply_types": _hbars(list(stats.reply_types), list(stats.reply_types.values()),
+                              "chart-dataset-reply-types", "checkpoints (reference reply type)", color),
+    }
+    if stats.top_tools:
+        charts["tools"] = _hbars([t.name for t in stats.top_tools], [t.calls for t in stats.top_tools],
+                                 "chart-dataset-tools", "reference tool calls", color)
+    return charts
+
+
+def _json_view(text: str | None) -> str | None:
+    return None if text is None else _pretty(text)
+
+
+def diff_view(rows: Sequence[Mapping[str, Any]], anchor_of: Any = None) -> list[dict[str, Any]]:
+    """The rows of :func:`cirrus.report.diff.diff_runs` for the page: tool
+    calls as indented JSON, and ``link_a`` / ``link_b``, the anchors of both
+    runs' transcripts of that attempt (``anchor_of(run_id, task_id,
+    attempt)``, ``None`` where the page has none)."""
+    out = []
+    for row in rows:
+        def link(run: str) -> str | None:
+            return anchor_of(run, row["task_id"], row["attempt"]) if anchor_of else None
+
+        out.append({**row, "link_a": link(row["run_a"]), "link_b": link(row["run_b"]),
+                    "tool_calls_a": _json_view(row.get("tool_calls_a")),
+                    "tool_calls_b": _json_view(row.get("tool_calls_b")),
+                    "reference_tool_calls": _json_view(row.get("reference_tool_calls"))})
+    return out
+
+
+def _failure_order() -> list[str]:
+    """``FAILURE_CATEGORIES`` when this Cirrus has it (it orders ties), else []."""
+    try:
+        from cirrus.evaluate.failures import FAILURE_CATEGORIES
+    except ImportError:
+        return []
+    return [str(c) for c in FAILURE_CATEGORIES]
+
+
+def failure_counts(checkpoints: Mapping[str, pl.DataFrame | pl.LazyFrame]) -> tuple[pl.DataFrame, list[str]]:
+    """Rejected turns by failure category, per run.
+
+    ``checkpoints``: ``{run_id: checkpoints frame}``.  Returns a frame
+    ``run_id, failure, n`` (only non-null categories, counted over the rows
+    of the run: rejected turns, and accepted ones the fluency check failed)
+    and the runs whose frame has no ``failure`` column (runs
+    written before Cirrus recorded it)."""
+    import polars as pl
+
+    schema = {"run_id": pl.Utf8, "failure": pl.Utf8, "n": pl.Int64}
+    frames, missing = [], []
+    for run_id, frame in checkpoints.items():
+        lazy = frame.lazy()
+        if "failure" not in lazy.collect_schema().names():
+            missing.append(run_id)
+            continue
+        frames.append(lazy.filter(pl.col("failure").is_not_null())
+                      .group_by(pl.col("failure").cast(pl.Utf8)).agg(pl.len().cast(pl.Int64).alias("n"))
+                      .select(pl.lit(run_id, dtype=pl.Utf8).alias("run_id"), "failure", "n").collect())
+    if not frames:
+        return pl.DataFrame(schema=schema), missing
+    return pl.concat(frames).sort("run_id", "failure"), missing
+
+
+def _failed(frame: pl.DataFrame | pl.LazyFrame) -> tuple[int, int]:
+    """Failed turns (rejected, or accepted with a fluency No: the turns that
+    get a category, docs/failures.md) and those of them without a category."""
+    import polars as pl
+
+    lazy = frame.lazy()
+    names = lazy.collect_schema().names()
+    if "accepted" not in names:
+        return 0, 0
+    accepted = pl.col("accepted").fill_null(False)
+    fluent_no = (pl.col("fluent") == False) if "fluent" in names else pl.lit(False)  # noqa: E712  (null is not False)
+    failed = lazy.filter(~accepted | (accepted & fluent_no.fill_null(False)))
+    uncategorised = failed.filter(pl.col("failure").is_null()) if "failure" in names else failed
+    return (int(failed.select(pl.len()).collect().item()), int(uncategorised.select(pl.len()).collect().item()))
+
+
+def recorded_checkpoints(run: Run) -> pl.LazyFrame:
+    """``run.checkpoints`` as its ``checkpoints.parquet`` holds them: without
+    ``failure`` when the file has no such column (the loader fills it with
+    nulls for older runs; the page must tell "not recorded" from "none")."""
+    import polars as pl
+
+    try:
+        names = pl.read_parquet_schema(Path(run.directory) / "checkpoints.parquet")
+    except Exception:  # noqa: BLE001  (the loader read it already; a vanished file reads as "not recorded")
+        names = {}
+    return run.checkpoints if "failure" in names else run.checkpoints.drop("failure", strict=False)
+
+
+def failure_view(checkpoints: Mapping[str, pl.DataFrame | pl.LazyFrame]) -> dict[str, Any]:
+    """The Why-turns-were-rejected section: ``runs`` (those with categories),
+    ``missing`` (those without), ``rows`` (one per category, most rejections
+    first over all runs, ties in ``FAILURE_CATEGORIES`` order then by name:
+    ``{"failure", "counts": {run: n}, "shares": {run: "12.5%"}}``) and per
+    run ``categorised``, ``failed`` (rejected, or accepted with a fluency
+    No) and ``uncategorised`` (failed without a category) turns."""
+    counts, missing = failure_counts(checkpoints)
+    runs = [run for run in checkpoints if run not in missing]
+    by = {(r["run_id"], r["failure"]): r["n"] for r in counts.iter_rows(named=True)}
+    totals: dict[str, int] = {}
+    for (_, failure), n in by.items():
+        totals[failure] = totals.get(failure, 0) + n
+    known = _failure_order()
+    rank = {name: i for i, name in enumerate(known)}
+    ordered = sorted(totals, key=lambda f: (-totals[f], rank.get(f, len(rank)), f))
+    categorised = {run: sum(n for (r, _), n in by.items() if r == run) for run in runs}
+    rows = [{"failure": f, "counts": {run: by.get((run, f), 0) for run in runs},
+             "shares": {run: _share_text(by.get((run, f), 0), categorised[run]) for run in runs}} for f in ordered]
+    failed, uncategorised = {}, {}
+    for run in runs:
+        failed[run], uncategorised[run] = _failed(checkpoints[run])
+    return {"runs": runs, "missing": missing, "rows": rows, "categorised": categorised, "failed": failed,
+            "uncategorised": uncategorised}
+
+
+def _failure_chart(view: Mapping[str, Any], colors: Mapping[str, Any]) -> str | None:
+    if not view["rows"]:
+        return None
+    runs = view["runs"]
+    groups = [row["failure"] for row in view["rows"]]
+    values = {(run, row["failure"]): float(row["counts"][run]) for row in view["rows"] for run in runs}
+    fig = _figure(6.5, 3.0)
+    ax = fig.add_subplot()
+    _grouped_bars(ax, groups, runs, values, {}, [colors[run] for run in runs], ylim=None)
+    ax.set_ylabel("failed turns")
+    if len(groups) > 3:
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    _legend(fig, runs, [colors[run] for run in runs])
+    return _svg(fig, "chart-failures")
+
+
+# --------------------------------------------------------------------------
 # The page
 # --------------------------------------------------------------------------
 
@@ -588,7 +958,7 @@ def _noise_views(noise: pl.DataFrame, paired: pl.DataFrame | None) -> tuple[list
 
 
 def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspace: Path,
-                warnings: Sequence[str] = ()) -> str:
+                warnings: Sequence[str] = (), *, extras: ReportExtras | None = None) -> str:
     """The page as a string (see :func:`write_html_report`)."""
     import jinja2
     import matplotlib
@@ -624,6 +994,12 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         charts["scatter"], scatter_left_out = _scatter_chart(board, cis, run_ids, colors)
         depths = depth_table(runs)
         charts["depth"] = _depth_chart(depths, run_ids, colors)
+        if extras is None:
+            extras = report_extras(runs, workspace)
+        dataset = dataset_view(extras.stats) if extras.stats is not None else None
+        dataset_svgs = dataset_charts(extras.stats) if extras.stats is not None else {}
+        failures = failure_view({run.run_id: recorded_checkpoints(run) for run in runs})
+        charts["failures"] = _failure_chart(failures, dict(zip(run_ids, colors)))
 
     paired = _table(tables, "paired")
     paired_rows = []
@@ -654,6 +1030,7 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
 
     anchors = _Anchors()
     task_rows, transcripts = _attempt_views(runs, anchors, _load_task_context(workspace), page_warnings)
+    diff_rows = diff_view(extras.diff, anchors.get) if extras.diff is not None else None
     notes = sorted({f"run {run.run_id!r}: offline heuristics used for {', '.join(run.summary['offline_heuristics'])}; "
                     "scores are a harness check, not a model judgement"
                     for run in runs if run.summary.get("offline_heuristics")})
@@ -681,11 +1058,15 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         depths=depths.to_dicts() if not depths.is_empty() else [], task_rows=task_rows, run_ids=run_ids,
         run_colors=run_colors, transcripts=transcripts, warnings=page_warnings, notes=notes,
         has_intervals=bool(cis),
+        dataset=dataset, dataset_problem=extras.stats_problem,
+        dataset_charts={k: jinja2.utils.markupsafe.Markup(v) for k, v in dataset_svgs.items()},
+        diff_rows=diff_rows, diff_problem=extras.diff_problem, diff_common=extras.diff_common,
+        failures=failures,
     )
 
 
 def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], out_dir: Path,
-                      workspace: Path, warnings: Sequence[str] = ()) -> Path:
+                      workspace: Path, warnings: Sequence[str] = (), *, extras: ReportExtras | None = None) -> Path:
     """Write ``out_dir/report.html`` (atomically) and return its path.
 
     ``runs``: the runs as :func:`~cirrus.report.loading.load_runs` gives
@@ -696,11 +1077,13 @@ def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], o
     computed (the noise table then without judge noise); without
     ``intervals`` the charts have no error bars, without ``paired`` there
     are no MDDs and no ``≈`` marks.  ``workspace``: for the tasks' earlier
-    messages (``tickets/tasks.jsonl``).  ``warnings`` are shown at the top.
+    messages (``tickets/tasks.jsonl``) and its dataset statistics.
+    ``warnings`` are shown at the top.  ``extras``: the dataset statistics
+    and run diff (:func:`report_extras`; computed when not given).
     """
     from cirrus.files import atomic_writer
 
-    text = render_html(runs, tables, workspace, warnings)
+    text = render_html(runs, tables, workspace, warnings, extras=extras)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / HTML_FILE
     with atomic_writer(path) as handle:

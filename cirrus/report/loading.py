@@ -21,6 +21,7 @@ from typing import Any
 
 import polars as pl
 
+from cirrus import pricing
 from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, RUN_FILE, TASK_FILE_SCHEMA, end_checkpoint, end_reason
 from cirrus.workspace import REPORTS_DIR, TASKS_FILE
 
@@ -82,7 +83,8 @@ class Run:
     ``task_input_tokens``, ``ref_tool_calls``, ``has_tool_calls``.
 
     ``checkpoints``: ``checkpoints.parquet`` (one row per judged agent turn)
-    with ``run_id`` and ``model``, plus ``status`` of its attempt, and the reference's
+    with ``run_id``, ``model`` and ``failure`` (null for runs written before
+    it existed), plus ``status`` of its attempt, and the reference's
     ``ref_tool_calls`` / ``ref_has_tool_calls`` for the checkpoint the turn
     answered.
 
@@ -237,6 +239,11 @@ def _run_files(workspace: Path, run_id: str) -> tuple[Path, Path, Path, Path]:
     files = tuple(directory / n for n in ("tasks.parquet", "checkpoints.parquet", "summary.json"))
     for path in files:
         if not path.is_file():
+            from cirrus.evaluate.subtask import MODE_SUBTASK, run_mode
+
+            if run_mode(directory) == MODE_SUBTASK:  # it has subtasks.parquet, never the walk's tables
+                raise ReportError(f"run {run_id!r} is a subtask run (cirrus eval --mode subtask): it has no walk "
+                                  f"tables; `cirrus report {run_id}` gives its subtask tables (docs/subtasks.md)")
             raise ReportError(f"run {run_id!r} has no {path.name} ({path}): the run has not finished; "
                               f"resume it with `cirrus eval ... --run-id {run_id}`")
     return (directory, *files)
@@ -272,6 +279,8 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
     if "mtl_alg1" not in task_names:  # runs written before it existed
         tasks = tasks.with_columns(pl.lit(None, dtype=pl.Float64).alias("mtl_alg1"))
     checkpoints = checkpoints.with_columns(_filled("model", model, checkpoints.collect_schema().names()))
+    if "failure" not in checkpoints.collect_schema().names():  # runs written before it existed (docs/failures.md)
+        checkpoints = checkpoints.with_columns(pl.lit(None, dtype=pl.Utf8).alias("failure"))
 
     run_task_ids = tasks.select(pl.col("task_id").unique()).collect()["task_id"]
     unknown = sorted(set(run_task_ids.to_list()) - set(metadata.tasks["task_id"].to_list()))
@@ -329,79 +338,24 @@ def load_runs(workspace: Path, run_ids: Sequence[str]) -> list[Run]:
 # Prices
 # --------------------------------------------------------------------------
 
-SETTINGS_FILE = "cirrus.toml"
-
-
-@dataclass(frozen=True)
-class Price:
-    """What a million tokens of a model cost."""
-
-    input_per_mtok: float
-    output_per_mtok: float
-    currency: str = "USD"
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return input_tokens / 1e6 * self.input_per_mtok + output_tokens / 1e6 * self.output_per_mtok
+SETTINGS_FILE = pricing.SETTINGS_FILE
+Price = pricing.Price
 
 
 def parse_prices(table: Any, where: str = "prices") -> dict[str, Price]:
-    """``{model: Price}`` from a ``[prices]`` table::
-
-        [prices."qwen3-max"]
-        input_per_mtok = 1.2      # price of a million input tokens
-        output_per_mtok = 6.0
-        currency = "USD"          # optional, default USD
-
-    Entries may also be :class:`Price` objects already.  A malformed entry
-    raises :class:`ReportError` naming it.
-    """
-    if table is None:
-        return {}
-    if not isinstance(table, dict):
-        raise ReportError(f"{where}: expected a table of models")
-    prices: dict[str, Price] = {}
-    for model, entry in table.items():
-        name = f'{where}."{model}"'
-        if isinstance(entry, Price):
-            prices[str(model)] = entry
-            continue
-        if not isinstance(entry, dict):
-            raise ReportError(f"{name}: expected a table with input_per_mtok and output_per_mtok")
-        unknown = sorted(set(entry) - {"input_per_mtok", "output_per_mtok", "currency"})
-        if unknown:
-            raise ReportError(f"{name}: unknown key(s) {', '.join(unknown)} (known: input_per_mtok, output_per_mtok, "
-                              "currency)")
-        values = {}
-        for key in ("input_per_mtok", "output_per_mtok"):
-            value = entry.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
-                raise ReportError(f"{name}.{key}: expected a number >= 0, got {value!r}")
-            values[key] = float(value)
-        currency = entry.get("currency", "USD")
-        if not isinstance(currency, str) or not currency:
-            raise ReportError(f"{name}.currency: expected a currency name such as \"USD\"")
-        prices[str(model)] = Price(values["input_per_mtok"], values["output_per_mtok"], currency)
-    return prices
+    """:func:`cirrus.pricing.parse_prices`, a malformed entry raising :class:`ReportError`."""
+    try:
+        return pricing.parse_prices(table, where)
+    except pricing.PriceError as exc:
+        raise ReportError(str(exc)) from exc
 
 
 def load_prices(workspace: Path, config: Path | None = None) -> dict[str, Price]:
-    """The ``[prices]`` table of ``config``, else of ``<workspace>/cirrus.toml``,
-    else of ``./cirrus.toml`` (the file ``cirrus eval`` reads); ``{}`` when
-    there is no file or no table.  A named ``config`` that does not exist, bad
-    TOML or a malformed entry raise :class:`ReportError`."""
-    import tomllib
-
-    candidates = [config] if config else [workspace / SETTINGS_FILE, Path.cwd() / SETTINGS_FILE]
-    path = next((p for p in candidates if p is not None and p.is_file()), None)
-    if config is not None and path is None:
-        raise ReportError(f"settings file {config} does not exist")
-    if path is None:
-        return {}
+    """:func:`cirrus.pricing.load_prices`, its errors raised as :class:`ReportError`."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ReportError(f"{path}: invalid TOML: {exc}") from exc
-    return parse_prices(data.get("prices"), f"{path}: prices")
+        return pricing.load_prices(workspace, config)
+    except pricing.PriceError as exc:
+        raise ReportError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------

@@ -173,6 +173,38 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("judge_verdict_flip_rate_low", F64, "Lower end of its 95% interval (`verdict_flip_rate_ci95`)."),
         Column("judge_verdict_flip_rate_high", F64, "Upper end of that interval."),
     ),
+    "diff": (
+        _VERSION,
+        Column("task_id", STR, "A task whose outcome differs between the two runs (`covered` or `success`)."),
+        Column("attempt", I64, "The attempt (0-based) compared: attempt n of run A against attempt n of run B."),
+        Column("run_a", STR, "Run A (the first run named)."),
+        Column("run_b", STR, "Run B."),
+        Column("covered_a", I64, "Checkpoints run A's walk covered."),
+        Column("covered_b", I64, "Checkpoints run B's walk covered."),
+        Column("success_a", BOOL, "Whether run A's walk covered every checkpoint."),
+        Column("success_b", BOOL, "Whether run B's walk covered every checkpoint."),
+        Column("better", STR, "`A` or `B`: the run whose walk covered more (or succeeded)."),
+        Column("checkpoint", I64, "The first checkpoint where the two walks differ (null when the saved turns do not show one)."),
+        Column("how", STR, "How they part there, in words (one accepted and the other rejected, a logical jump in one, one walk going on where the other stopped)."),
+        Column("query", STR, "The customer's query of that checkpoint (de-identified, as in the workspace)."),
+        Column("reference", STR, "The reference reply of that checkpoint."),
+        Column("reference_tool_calls", STR, "The reference's tool calls, as JSON."),
+        Column("reply_a", STR, "Run A's reply at that checkpoint (null when its walk had stopped)."),
+        Column("reply_b", STR, "Run B's reply at that checkpoint."),
+        Column("tool_calls_a", STR, "Run A's tool calls in that turn, as JSON."),
+        Column("tool_calls_b", STR, "Run B's tool calls in that turn, as JSON."),
+        Column("verdict_a", STR, "Run A's verdicts on that turn (the judge's raw answers), as JSON."),
+        Column("verdict_b", STR, "Run B's verdicts on that turn, as JSON."),
+    ),
+    "failures": (
+        _VERSION, _RUN, _MODEL,
+        Column("reply_type", STR, "`all`: every failed turn of the run; else the reference reply type of the checkpoint the failed turn answered (Solution, Standard, Inquire, Clarify, Appease; others found follow, `unknown` last)."),
+        Column("failure", STR, "A failure category of `docs/failures.md` (`missed_tool_call`, `wrong_tool`, `unrecorded_call`, `wrong_arguments`, `premature_solution`, `contradiction`, `missing_information`, `not_followable`; every one listed, zero counts included), then `unclassified` when the run has failed turns without one (runs written before the `failure` column)."),
+        Column("failure_order", I64, "Position of the category in the precedence order of `docs/failures.md` (0-based; `unclassified` last): sort by it to print the table."),
+        Column("count", I64, "Failed turns of the run (and reply type) with this category. A failed turn is a judged turn of an ok attempt that was rejected, or accepted with a fluency No (`not_followable`); the counts of the other categories sum to the rejected turns."),
+        Column("n_failed", I64, "Failed turns of the run (and reply type): the sum of `count` over its categories."),
+        Column("share", F64, "count / n_failed; null when n_failed = 0."),
+    ),
 }
 
 # file name -> table schema
@@ -186,7 +218,60 @@ FILES: dict[str, str] = {
     "intervals.parquet": "intervals",
     "paired.parquet": "paired",
     "noise.parquet": "noise",
+    "failures.parquet": "failures",
 }
+
+
+# The report tables of subtask runs (`cirrus eval --mode subtask`, docs/subtasks.md;
+# built by cirrus.report.subtask).  Written only when a report has a subtask
+# run, so they are not in FILES (the files of every walk report).
+def _interval(name: str, title: str, meaning: str) -> tuple[Column, Column, Column]:
+    return (Column(name, F64, meaning),
+            Column(f"{name}_low", F64, f"Lower end of the percentile bootstrap interval of {title} (`confidence`; the "
+                   "segment's tasks resampled with replacement, all their subtasks and attempts together); null when "
+                   f"{title} is null or with `--bootstrap 0`."),
+            Column(f"{name}_high", F64, f"Upper end of that interval of {title}."))
+
+
+_SUBTASK_COUNTS = (
+    Column("segment_order", I64, "Position of the row's segment in the fixed order (0-based); sort by it to print the table."),
+    Column("k", I64, "K of pass@K (the run's `--pass-k` unless `cirrus report --k` overrides it)."),
+    Column("n_tasks", I64, "Distinct tasks with a subtask in the segment."),
+    Column("n_subtasks", I64, "Distinct subtasks (task, checkpoint) in the segment, error ones included."),
+    Column("n_ok", I64, "Subtask attempts with `status = ok`: the ones scored."),
+    Column("errors", I64, "Subtask attempts with `status = error` (infrastructure failures): counted, never scored."),
+)
+_SUBTASK_PASS = (
+    *_interval("pass_at_1", "pass_at_1", "pass@1: mean over the segment's subtasks with an ok attempt of c / n (c accepted of n ok attempts)."),
+    *_interval("pass_at_k", "pass_at_k", "pass@K: mean over subtasks with n >= K ok attempts of the unbiased 1 - C(n-c, K) / C(n, K); null when none has K."),
+)
+_SUBTASK_BOOT = (
+    Column("confidence", F64, "Confidence level of the intervals (0.95)."),
+    Column("n_boot", I64, "Bootstrap replicates asked (`--bootstrap`; 0: no intervals)."),
+    Column("seed", I64, "Seed of the resampling: the same runs and seed give the same intervals."),
+)
+TABLES.update({
+    "subtask_by_tokens": (
+        _VERSION, _RUN, _MODEL,
+        Column("band", STR, "Input tokens of the subtask (its real history + query, tiktoken cl100k_base; `input_tokens` of `subtasks.parquet`): `<1k`, `1k-2k`, `2k-4k`, `4k-8k`, `8k+` (lower edge included). Every band is listed, with zero counts when empty (paper Table 4)."),
+        *_SUBTASK_COUNTS, *_SUBTASK_PASS,
+        *_interval("tia", "tia", "Mean TIA over the ok subtask attempts: the turn called a tool exactly when the reference did."),
+        *_interval("tsa", "tsa", "Mean TSA over the ok subtask attempts whose checkpoint has reference tool calls."),
+        *_interval("tev", "tev", "Mean TEV over the ok subtask attempts whose checkpoint has reference tool calls."),
+        *_SUBTASK_BOOT,
+    ),
+    "subtask_by_reply_type": (
+        _VERSION, _RUN, _MODEL,
+        Column("reply_type", STR, "The reference reply type of the checkpoint: Solution, Standard, Inquire, Clarify, Appease (always listed), others after (paper Figure 6)."),
+        *_SUBTASK_COUNTS, *_SUBTASK_PASS,
+        *_interval("amtl", "amtl", "AMTL: mean STL (output tokens of the agent's turn) over the accepted ok subtask attempts."),
+        *_SUBTASK_BOOT,
+    ),
+})
+SUBTASK_FILES: dict[str, str] = {"subtask_by_tokens.parquet": "subtask_by_tokens",
+                                 "subtask_by_reply_type.parquet": "subtask_by_reply_type"}
+# written only by a report of exactly two runs (and by `cirrus diff`)
+DIFF_FILES: dict[str, str] = {"diff.parquet": "diff"}
 
 
 # --------------------------------------------------------------------------
@@ -235,6 +320,7 @@ _CHECKPOINT_MEANINGS = {
     "judge_votes": "With a judge panel: every member's coverage verdict on the turn, as a JSON array of `{\"checkpoint\": j, \"judge\": name, \"ok\": bool}` (one per member and checkpoint asked: k, and the later checkpoints of a logical jump); the panel's verdict is the strict majority (`rr`, `covered_through`). Read it with DuckDB's `from_json` / `json_extract` or polars' `str.json_decode`. Null with a single judge.",
     "run_id": "The run: `reports/<run_id>/` of the workspace. Runs written before it existed lack it.",
     "model": "The agent under test (`model` of the run's `summary.json`). Runs written before it existed lack it.",
+    "failure": "Why the walk ended on this turn, one of the categories of `docs/failures.md` in their precedence order: `missed_tool_call`, `wrong_tool`, `unrecorded_call`, `wrong_arguments`, `premature_solution`, `contradiction`, `missing_information` (a rejected turn), `not_followable` (an accepted turn whose next real query could not follow). Null for a turn accepted and followable (or whose fluency was not asked). Added after the first release, at the end: runs written before it lack it (`cirrus report` reads null).",
 }
 _RESCORE_MEANINGS = {
     "task_id": "The task.",
@@ -253,6 +339,28 @@ _RESCORE_MEANINGS = {
     "run_id": "The rescore run: `reports/<run_id>/` of the workspace (its source is `rescore.source_run` of `summary.json`).",
     "model": "The agent under test whose saved replies were rescored (`model` of the run's `summary.json`).",
 }
+_SUBTASK_MEANINGS = {
+    "run_id": "The subtask run: `reports/<run_id>/` of the workspace.",
+    "model": "The agent under test (`model` of the run's `summary.json`).",
+    "task_id": "The task.",
+    "attempt": "The attempt, 0-based.",
+    "checkpoint": "k: the checkpoint (1-based) this subtask asks: the agent answered its query after the real dialogue up to it (docs/subtasks.md).",
+    "category": "The task's service category.",
+    "reply_type": "The reference reply type of checkpoint k: Solution, Standard, Inquire, Clarify, Appease.",
+    "input_tokens": "Tokens of the subtask's input: the real history + query, counted offline with tiktoken cl100k_base as ingest counts `stats.input_tokens` (system prompt, knowledge and tools left out, so it does not depend on the model); the token band of `subtask_by_tokens` is taken from it.",
+    "api_input_tokens": "Input tokens the API reported for the agent's turn (all its model calls); null for an offline baseline (no model call) and error subtasks.",
+    "tia": "TIA: the turn called any tool exactly when checkpoint k's reference did; null for error subtasks.",
+    "tsa": "TSA: every tool name of the reference calls was called; null when k has no reference tool calls (or on error).",
+    "tev": "TEV: every reference call (name and canonical arguments) was made and answered from the cassette; null when k has no reference tool calls (or on error).",
+    "rr": "RR: the coverage judge found the key information of the reference reply (true for a tool-calls-only checkpoint); null on error.",
+    "accepted": "The walk's per-checkpoint decision: RR and, when k has reference tool calls, TIA, TSA and TEV (no logical jump, no fluency check); null on error.",
+    "stl": "STL: output tokens of the agent's turn (API usage, reasoning included; a tokenizer only where the API gave none); null on error.",
+    "tool_calls": "Tool calls the agent made in the turn; null on error.",
+    "status": "`ok`, or `error`: an infrastructure failure on this subtask, left out of every score.",
+    "error": "Why an error subtask failed (one line); null when ok.",
+    "wall_s": "Wall time of the subtask (the agent's turn and the judge), seconds.",
+    "judge_votes": "With a judge panel: every member's coverage verdict, a JSON array of `{\"checkpoint\": k, \"judge\": name, \"ok\": bool}`; null with a single judge.",
+}
 
 
 def _run_columns(schema: dict[str, object], meanings: dict[str, str], last: tuple[str, ...] = ()
@@ -268,6 +376,7 @@ def _run_columns(schema: dict[str, object], meanings: dict[str, str], last: tupl
 
 def _run_tables() -> dict[str, tuple[Column, ...]]:
     from cirrus.evaluate.rescore import RESCORE_COLUMNS
+    from cirrus.evaluate.subtask import SUBTASK_COLUMNS
     from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, TASK_ADDED_SCHEMA, TASK_FILE_SCHEMA
 
     return {
@@ -277,18 +386,21 @@ def _run_tables() -> dict[str, tuple[Column, ...]]:
                   *(c for c in _run_columns(TASK_FILE_SCHEMA, _TASK_MEANINGS) if c.name in TASK_ADDED_SCHEMA)),
         "checkpoints": _run_columns(CHECKPOINT_FILE_SCHEMA, _CHECKPOINT_MEANINGS),
         "rescore": _run_columns({n: getattr(pl, t) for n, t in RESCORE_COLUMNS.items()}, _RESCORE_MEANINGS),
+        "subtasks": _run_columns({n: getattr(pl, t) for n, t in SUBTASK_COLUMNS.items()}, _SUBTASK_MEANINGS),
     }
 
 
 RUN_TABLES: dict[str, tuple[Column, ...]] = _run_tables()
 # file of reports/<run_id>/ -> table
 RUN_FILES: dict[str, str] = {"tasks.parquet": "tasks", "checkpoints.parquet": "checkpoints",
-                             "rescore.parquet": "rescore"}
+                             "rescore.parquet": "rescore", "subtasks.parquet": "subtasks"}
 RUN_TABLE_NOTES = {
     "tasks": "One row per (task, attempt), in (task_id, attempt) order. `truncated` is written by `cirrus rescore` only, "
              "after the other columns.",
     "checkpoints": "One row per agent turn judged, in (task_id, attempt, checkpoint) order; error attempts have none.",
     "rescore": "`cirrus rescore` runs only: the source run and the rescore side by side, one row per (task, attempt).",
+    "subtasks": "Subtask runs only (`cirrus eval --mode subtask`, docs/subtasks.md), instead of `tasks.parquet` and "
+                "`checkpoints.parquet`: one row per (task, checkpoint, attempt), in (task_id, attempt, checkpoint) order.",
 }
 
 
@@ -339,7 +451,7 @@ def markdown() -> str:
     then the per-run tables."""
     lines: list[str] = [f"Schema version: **{SCHEMA_VERSION}**.", ""]
     for table, columns in TABLES.items():
-        files = [name for name, schema in FILES.items() if schema == table]
+        files = [name for name, schema in {**FILES, **SUBTASK_FILES, **DIFF_FILES}.items() if schema == table]
         lines += [f"### `{table}`", "", "Files: " + ", ".join(f"`{f}`" for f in files) + ".", "",
                   *_column_table(columns), ""]
     lines += ["### Per-run tables", "",

@@ -7,7 +7,8 @@ attempts that did not succeed (``success`` false, or ``status = error``).
 With ``--task ID``: the summary table and one attempt's walk through its
 checkpoints, turn by turn: the customer's query, the reference reply and
 tool calls, the agent's tool calls (answered from the cassette or not) and
-reply, every verdict the turn got (``accepts k?``: whether the turn was
+reply, the failure category of a failed turn (docs/failures.md), every
+verdict the turn got (``accepts k?``: whether the turn was
 accepted for each checkpoint it was judged against, with the coverage judge's
 raw answer; RR / TIA / TSA / TEV of the checkpoint it answered; ``fluent ->
 k?``: the fluency check of the next query), and why the walk stopped.  The attempt is
@@ -86,6 +87,9 @@ def load_run_view(workspace: Path, run_id: str) -> RunView:
         hint = (f"did you mean {', '.join(close)}?" if close else f"runs there: {', '.join(known[:20])}"
                 + (" ..." if len(known) > 20 else "")) if known else "there is no run there yet: run `cirrus eval` first"
         raise ShowError(f"no run {run_id!r} in {reports} ({hint})")
+    from cirrus.evaluate.subtask import refuse_subtask_run
+
+    refuse_subtask_run(directory, "show / diff", ShowError)  # a subtask run has no walk to show
     summary = None
     if (directory / SUMMARY_FILE).is_file():
         try:
@@ -110,7 +114,8 @@ def failed(row: dict[str, Any]) -> bool:
 def stop_reason(row: dict[str, Any], short: bool = False) -> str:
     """Why the walk of this attempt ended, in a few words (fewer with
     ``short``): :func:`cirrus.evaluate.store.end_reason` (``end_reason`` of
-    ``tasks.parquet``) in words, with its ``end_checkpoint``."""
+    ``tasks.parquet``) in words, with its ``end_checkpoint`` and, when the
+    last turn has one, its failure category (docs/failures.md)."""
     # imported here: the run store imports polars, and ``cirrus --help`` imports this module
     from cirrus.evaluate.store import (
         END_COMPLETED,
@@ -130,10 +135,12 @@ def stop_reason(row: dict[str, Any], short: bool = False) -> str:
             f"truncated: the saved transcript has no turn for checkpoint {at} (the agent was not called)"
     if reason == END_COMPLETED:
         return "all covered" if short else "all checkpoints covered"
+    turns = row.get("turns") or []
+    failure = f" ({turns[-1]['failure']})" if turns and turns[-1].get("failure") else ""  # docs/failures.md
     if reason == END_REJECTED:
-        return f"rejected at {at}" if short else f"rejected at checkpoint {at}"
+        return (f"rejected at {at}" if short else f"rejected at checkpoint {at}") + failure
     if reason == END_FLUENCY_STOP:
-        return f"not fluent before {at}" if short else f"fluency check failed before checkpoint {at}"
+        return (f"not fluent before {at}" if short else f"fluency check failed before checkpoint {at}") + failure
     return "no turn judged" if not row.get("turns") else "stopped"
 
 
@@ -208,6 +215,13 @@ def attempts_table(rows: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
+def failure_description(failure: str) -> str:
+    """The one-line description of a failure category (docs/failures.md)."""
+    from cirrus.evaluate.failures import FAILURE_DESCRIPTIONS
+
+    return FAILURE_DESCRIPTIONS.get(failure, "unknown category")
+
+
 def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None, expand: bool = True) -> Panel:
     body = Table(show_header=False, box=None, padding=(0, 1), expand=expand)
     body.add_column("what", style="bold", no_wrap=True)
@@ -235,12 +249,18 @@ def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None, 
     checks += Text(f"STL {_fmt(stats.get('stl'))}")
     body.add_row("checks", checks)
     accepted = turn.get("accepted")
+    failure = stats.get("failure")  # docs/failures.md; runs written before it lack it
     if accepted:
         through = turn.get("covered_through")
         span = f"{turn.get('checkpoint')}" if through == turn.get("checkpoint") else f"{turn.get('checkpoint')}-{through}"
         title = Text(f"checkpoint {turn.get('checkpoint')}: ACCEPTED, covers {span}", style="bold green")
+        if failure:
+            title += Text(f" (failure: {failure})", style="bold red")
     else:
-        title = Text(f"checkpoint {turn.get('checkpoint')}: REJECTED", style="bold red")
+        title = Text(f"checkpoint {turn.get('checkpoint')}: REJECTED" + (f" ({failure})" if failure else ""),
+                     style="bold red")
+    if failure:
+        body.add_row("failure", Text(f"{failure}: {failure_description(failure)}", style="red"))
     reply_type = stats.get("reply_type") or ""
     return Panel(body, title=title, subtitle=Text(reply_type) if reply_type else None, title_align="left",
                  expand=expand)

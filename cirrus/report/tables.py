@@ -6,6 +6,9 @@
   (Table 5: 1, 2, 3, 4, 5+), ``input_tokens`` (Table 4: 0-8k, 8k-16k, 16k+
   tokens of task context), ``tools`` (Table 3: tasks whose reference used
   tools or not) and ``reply_type`` (Figure 6, over checkpoints);
+* :func:`failure_breakdown`: one row per (run, reply type, failure
+  category): how the failed turns of each run split over the categories of
+  ``docs/failures.md``;
 * :func:`task_stats`: per (run, group, task) sums and counts of every
   metric, from which every group's metric is sum / count; the bootstrap of
   :mod:`cirrus.report.uncertainty` resamples these rows.
@@ -331,6 +334,56 @@ def _reply_type_breakdown(runs: Sequence[Run]) -> pl.DataFrame:
                                pl.lit("reply_type").alias("dimension")))
         frames.append(frame.sort("segment_order"))
     return conform(pl.concat(frames, how="diagonal_relaxed"), "breakdown_reply_type")
+
+
+# --------------------------------------------------------------------------
+# Failure categories (docs/failures.md)
+# --------------------------------------------------------------------------
+
+ALL_REPLY_TYPES = "all"
+UNCLASSIFIED = "unclassified"
+
+
+def failure_breakdown(runs: Sequence[Run]) -> pl.DataFrame:
+    """One row per (run, reply type, failure category) (schema ``failures``).
+
+    The failed turns of a run are its judged turns of ok attempts that were
+    rejected, or accepted with a fluency No: the turns the walks ended on
+    for a reason other than reaching the end.  ``reply_type`` is ``all``
+    (every failed turn of the run), then each reference reply type in the
+    paper's order (others found follow); ``failure`` every category of
+    :data:`cirrus.evaluate.failures.FAILURE_NAMES` in precedence order (zero
+    counts included), then ``unclassified`` when the run has failed turns
+    without a category (runs written before the ``failure`` column).
+    ``share`` = count / n_failed of the row's run and reply type."""
+    from collections import Counter
+
+    from cirrus.evaluate.failures import FAILURE_NAMES
+
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        accepted = pl.col("accepted").fill_null(False)
+        failed = (run.checkpoints.filter(_OK)
+                  .filter(~accepted | (accepted & (pl.col("fluent") == False)))  # noqa: E712  (null is not False)
+                  .select(pl.col("reply_type").fill_null(UNKNOWN), pl.col("failure").fill_null(UNCLASSIFIED))
+                  .collect())
+        counts: Counter[tuple[str, str]] = Counter()
+        for reply_type, failure in failed.iter_rows():
+            counts[(ALL_REPLY_TYPES, failure)] += 1
+            counts[(reply_type, failure)] += 1
+        categories = list(FAILURE_NAMES)
+        categories += sorted({f for _, f in counts if f not in FAILURE_NAMES}, key=lambda f: (f == UNCLASSIFIED, f))
+        segments = [ALL_REPLY_TYPES, *ordered_groups("reply_type", sorted({t for t, _ in counts} - {ALL_REPLY_TYPES}))]
+        for segment in segments:
+            total = sum(counts[(segment, category)] for category in categories)
+            for order, category in enumerate(categories):
+                count = counts[(segment, category)]
+                rows.append({"run_id": run.run_id, "model": run.model, "reply_type": segment, "failure": category,
+                             "failure_order": order, "count": count, "n_failed": total,
+                             "share": count / total if total else None})
+    schema = {"run_id": pl.Utf8, "model": pl.Utf8, "reply_type": pl.Utf8, "failure": pl.Utf8,
+              "failure_order": pl.Int64, "count": pl.Int64, "n_failed": pl.Int64, "share": pl.Float64}
+    return conform(pl.DataFrame(rows, schema=schema), "failures")
 
 
 # --------------------------------------------------------------------------

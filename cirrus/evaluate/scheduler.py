@@ -1,0 +1,177 @@
+"""Run every (task, attempt) of an evaluation not yet in its run store:
+bounded concurrency, a progress bar, resume, and usage recorded per attempt.
+
+Both modes of ``cirrus eval`` (the walk, :mod:`cirrus.evaluate.runner`, and
+single-turn subtasks, :mod:`cirrus.evaluate.subtask`) hand this module one
+coroutine per attempt and get the same scheduling:
+
+* resume: (task, attempt) pairs already committed ``ok`` are not run again;
+* order: longest tasks first (a long task started last would run alone at the
+  end; measured in benchmarks/README.md), and a task's attempts one after the
+  other, so a provider's prompt cache can serve the later attempts the prefix
+  the first one sent (issue 16);
+* memory: ``concurrency`` workers share one queue, so only the attempts in
+  flight have their task in memory;
+* usage: each attempt's model calls are recorded in a ledger of their own
+  (:mod:`cirrus.usage`) and stored with its row as ``usage``, so a resumed
+  run's usage and cost still add up;
+* clean-up: a run this call created that committed nothing leaves no folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cirrus.evaluate.store import RunStore
+from cirrus.evaluate.tasks import TaskIndex, TaskRef
+from cirrus.llm.providers import EndpointError
+from cirrus.pricing import Price, run_cost
+from cirrus.usage import UsageLedger, recording
+
+# (task, attempt) -> (attempts.jsonl row, transcripts.jsonl record); the row has "status"
+AttemptRunner = Callable[[dict[str, Any], int], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]
+
+
+@dataclass
+class Budget:
+    """``--max-cost``: no attempt starts once the run's spend (every
+    committed attempt's usage, earlier sessions' included, priced with
+    ``prices``; ``models``: the model of each model client) reaches
+    ``max_cost``; the attempts in flight finish."""
+
+    max_cost: float
+    models: Mapping[str, str]
+    prices: Mapping[str, Price]
+
+    def spent(self, ledger: UsageLedger) -> float:
+        return run_cost(ledger, self.models, self.prices)["total"] or 0.0
+
+
+@dataclass
+class Outcome:
+    """What :func:`run_attempts` did: the store, the seconds spent, and,
+    when ``--max-cost`` stopped the run, what was spent and how many
+    attempts are left (``budget_stop``)."""
+
+    store: RunStore
+    elapsed_s: float
+    budget_stop: dict[str, Any] | None = None
+
+
+@dataclass
+class Schedule:
+    """What the attempts of one run are: the run's folder, what a resume must
+    match (``fingerprint``) and what is only recorded (``details``), how many
+    attempts each task gets, and the progress bar's label."""
+
+    directory: Path
+    fingerprint: dict[str, Any]
+    details: dict[str, Any]
+    attempts: int
+    concurrency: int
+    desc: str
+    progress: bool = True
+    budget: Budget | None = None
+
+
+def attempt_order(refs: list[TaskRef], attempts: int, done: set[tuple[str, int]]) -> list[tuple[TaskRef, int]]:
+    """The (task, attempt) pairs still to run: longest tasks first (most
+    checkpoints, then most input tokens), ties in file order, and a task's
+    attempts next to each other in attempt order."""
+    position = {ref.task_id: number for number, ref in enumerate(refs)}
+    todo = [(ref, a) for ref in refs for a in range(attempts) if (ref.task_id, a) not in done]
+    todo.sort(key=lambda pair: (-pair[0].checkpoints, -pair[0].input_tokens, position[pair[0].task_id], pair[1]))
+    return todo
+
+
+async def run_attempts(schedule: Schedule, index: TaskIndex, run_attempt: AttemptRunner, *,
+                       on_commit: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
+                       preflight: Callable[[], Awaitable[Any]] | None = None,
+                       notify: Callable[[str], None] | None = None) -> Outcome:
+    """Run every (task, attempt) of ``index`` not yet committed, each with
+    ``run_attempt``, and append its row (with ``usage``) and transcript to
+    the run store.  ``on_commit(row)`` returns what the progress bar shows
+    after it; ``preflight`` is awaited once before the first attempt (not
+    when everything is done already); ``notify`` gets lines for the user.
+    With a ``schedule.budget``, no attempt starts once the run has spent it
+    (:class:`Budget`; the outcome's ``budget_stop`` says so).
+
+    An :class:`~cirrus.llm.providers.EndpointError` (a refused key) stops the
+    run: every attempt would fail the same way; any other exception of the
+    workers (a store that cannot write) is raised as it is."""
+    created = not schedule.directory.exists()
+    committed = 0
+    try:
+        store = RunStore(schedule.directory)
+        store.open(schedule.fingerprint, {"run_id": schedule.directory.name, "started_at": dt.datetime.now(
+            dt.timezone.utc).isoformat(timespec="seconds"), **schedule.details})
+        done: set[tuple[str, int]] = set()
+        spending = UsageLedger()  # the run's usage so far, for --max-cost
+        for row in store.latest_rows():
+            spending.merge(UsageLedger.from_dict(row.get("usage")))
+            if row["status"] == "ok":
+                done.add((row["task_id"], row["attempt"]))
+        todo = attempt_order(index.refs, schedule.attempts, done)
+        budget = schedule.budget
+        left = {"attempts": len(todo)}
+        total = len(index.refs) * schedule.attempts
+        if todo and len(todo) < total and notify is not None:
+            notify(f"resuming run {schedule.directory.name}: {total - len(todo)} of {total} attempts already done")
+        if todo and preflight is not None:
+            await preflight()
+        from tqdm import tqdm
+
+        from cirrus.llm import endpoint_load  # requests in flight / adaptive window per endpoint
+
+        bar = tqdm(total=total, initial=total - len(todo), desc=schedule.desc, unit="attempt",
+                   disable=not schedule.progress, dynamic_ncols=True)
+
+        async def one(ref: TaskRef, attempt: int) -> None:
+            nonlocal committed
+            task = index.load(ref)
+            ledger = UsageLedger()
+            with recording(ledger):
+                row, transcript = await run_attempt(task, attempt)
+            row["usage"] = ledger.to_dict()
+            store.append(row, transcript)
+            spending.merge(ledger)
+            committed += 1
+            left["attempts"] -= 1
+            bar.update(1)
+            bar.set_postfix(**(on_commit(row) if on_commit else {}), **endpoint_load(), refresh=False)
+
+        queue: Iterator[tuple[TaskRef, int]] = iter(todo)
+
+        async def worker() -> None:
+            for ref, attempt in queue:
+                if budget is not None and budget.spent(spending) >= budget.max_cost:
+                    return  # the budget is spent: start nothing more (the others finish what they hold)
+                await one(ref, attempt)
+
+        started = time.perf_counter()
+        try:
+            async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
+                for _ in range(min(max(1, schedule.concurrency), len(todo))):
+                    group.create_task(worker())
+        except* EndpointError as failures:
+            raise failures.exceptions[0] from None
+        except* Exception as failures:  # e.g. the run store could not write: report it plainly
+            raise failures.exceptions[0] from None
+        finally:
+            bar.close()
+        outcome = Outcome(store, time.perf_counter() - started)
+        if budget is not None and left["attempts"] > 0:
+            outcome.budget_stop = {"max_cost": budget.max_cost, "spent": budget.spent(spending),
+                                   "attempts_left": left["attempts"]}
+        return outcome
+    except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
+        if created and not committed:
+            shutil.rmtree(schedule.directory, ignore_errors=True)  # a run that never started lists as nothing
+        raise
