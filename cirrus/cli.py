@@ -366,7 +366,7 @@ def _print_estimate(roles: object, index: object, workspace: Path, attempts: int
                     final: bool) -> None:
     """The estimate of a run as configured (cirrus.estimate): a table per
     role on stderr when a run starts, on stdout with --estimate."""
-    from cirrus.estimate import CassetteTurns, estimate, renderers
+    from cirrus.estimate import CassetteTurns, LineCounter, estimate, renderers
     from cirrus.offline import count_tokens
 
     parts = renderers(roles)
@@ -374,8 +374,8 @@ def _print_estimate(roles: object, index: object, workspace: Path, attempts: int
         parts["fluency"] = None
     turns = CassetteTurns(workspace)
     try:
-        result = estimate(index, attempts, count_tokens, jumps=mode != "subtask", **parts, prices=prices,
-                          reference=turns)
+        result = estimate(index, attempts, LineCounter(count_tokens), jumps=mode != "subtask", **parts,
+                          prices=prices, reference=turns)
     finally:
         turns.close()
     target = out if final else console

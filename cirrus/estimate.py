@@ -56,6 +56,32 @@ SystemRender = Callable[[Mapping[str, Any]], str]
 ReferenceTurn = Callable[[Mapping[str, Any], int], Messages]
 
 
+class LineCounter:
+    """A token counter that counts each distinct line once: a judge question
+    repeats the history lines of the questions before it, so an estimate
+    counts each line of the workspace a few times instead of re-tokenizing
+    whole prompts (measured: 3.6 s -> well under a second on the 84
+    tau-bench tasks).  A text's count is the sum of its lines' counts plus
+    one per line break; it can differ from counting the text whole by the
+    few tokens a tokenizer merges across line breaks."""
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self._count = count
+        self._lines: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        total = 0
+        lines = text.split("\n")
+        for line in lines:
+            if not line:
+                continue
+            known = self._lines.get(line)
+            if known is None:
+                known = self._lines[line] = self._count(line)
+            total += known
+        return total + len(lines) - 1
+
+
 @dataclass(slots=True)
 class RoleEstimate:
     calls: int = 0

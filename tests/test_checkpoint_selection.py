@@ -494,3 +494,26 @@ def test_rescore_replays_a_walk_over_contexts():
     again = asyncio.run(walk(task, ReplayAgent(saved, "replay", True), ExactJudge(), gate, ToolReplayer(None)))
     assert gate.truncated is None  # every fluency question was the saved one, every turn found
     assert (again.outcome.covered, again.outcome.accepted_turns) == (4, 3)
+
+
+def test_show_prints_the_context_before_a_checkpoint(tmp_path):
+    """A context (turns kept between checkpoints, never judged) reaches the
+    transcript and `cirrus show` prints it before the checkpoint's query."""
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+    from tests.scripted_models import make_task, write_workspace
+
+    task = make_task("T-ctx", False)
+    task["checkpoints"][1]["context"] = [{"role": "user", "content": "one moment, checking"},
+                                         {"role": "assistant", "content": "Sure, take your time."}]
+    write_workspace(tmp_path, [task])
+    runner = CliRunner()
+    done = runner.invoke(app, ["eval", "--model", "baseline:oracle", "-w", str(tmp_path), "--run-id", "ctx", "-q"])
+    assert done.exit_code == 0, done.output
+    transcript = json.loads((tmp_path / "reports/ctx/transcripts.jsonl").read_text().splitlines()[0])
+    assert [t.get("context") for t in transcript["turns"]][:2] == [None, task["checkpoints"][1]["context"]]
+    shown = runner.invoke(app, ["show", "ctx", "-w", str(tmp_path), "--task", "T-ctx", "--width", "200"])
+    assert shown.exit_code == 0, shown.output
+    assert "context: customer" in shown.output and "one moment, checking" in shown.output
+    assert shown.output.index("Sure, take your time.") < shown.output.index("customer question 2")

@@ -147,3 +147,32 @@ def test_max_cost_needs_a_price_for_every_model(tmp_path):
         assert [body for body in server.requests if not is_probe(body)] == []
     assert done.returncode == 2
     assert "--max-cost needs a price for every model" in done.stderr and "'fluency'" in done.stderr
+
+
+def test_attempt_order_keeps_a_tasks_attempts_together_longest_first():
+    from cirrus.evaluate.scheduler import attempt_order
+    from cirrus.evaluate.tasks import TaskRef
+
+    refs = [TaskRef("short", 1, 0, 1, 2, 100), TaskRef("long", 2, 1, 1, 5, 50), TaskRef("tie", 3, 2, 1, 2, 100)]
+    order = [(ref.task_id, attempt) for ref, attempt in attempt_order(refs, 3, {("long", 1)})]
+    # most checkpoints first; equal tasks in file order; each task's attempts next to each other, done ones left out
+    assert order == [("long", 0), ("long", 2), ("short", 0), ("short", 1), ("short", 2),
+                     ("tie", 0), ("tie", 1), ("tie", 2)]
+
+
+def test_a_tasks_attempts_send_the_same_prefix_one_after_the_other(tmp_path):
+    """Prompt-cache friendly: every attempt of a task starts with the same
+    request (system prompt with knowledge, tools, history, query), byte for
+    byte, and with one attempt in flight at a time the attempts of a task
+    follow each other."""
+    ws = workspace(tmp_path, tasks=2)
+    with ChatServer(rule=serving) as server:
+        done = run(command(ws, server.base_url, "--run-id", "prefix", "--runs", "3", "--concurrency", "1"), ws)
+        bodies = [body for body in server.requests if body["model"] == "agent" and not is_probe(body)]
+    assert done.returncode == 0, done.stderr
+    firsts = [(body["messages"][-1]["content"], json.dumps(body, sort_keys=True)) for body in bodies
+              if len(body["messages"]) == 2]  # system + the first query: the first call of an attempt
+    assert len(firsts) == 6
+    tasks_in_order = [query.split("]")[0] for query, _ in firsts]
+    assert tasks_in_order == [tasks_in_order[0]] * 3 + [tasks_in_order[3]] * 3
+    assert len({text for _, text in firsts[:3]}) == 1 and len({text for _, text in firsts[3:]}) == 1

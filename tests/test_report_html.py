@@ -61,8 +61,9 @@ class _Page(HTMLParser):
 
 
 def _section_charts(text: str) -> int:
-    """Charts of the Dataset and failure-category sections (tested in test_report_sections.py)."""
-    return len(re.findall(r'aria-label="chart-(?:dataset-[a-z-]+|failures)"', text))
+    """Charts of the Dataset, failure-category, Cost and Subtasks sections (tested in
+    test_report_sections.py and test_report_cost.py)."""
+    return len(re.findall(r'aria-label="chart-(?:dataset-[a-z-]+|failures|cost-quality|subtask-reply-type)"', text))
 
 def _parse(text: str) -> _Page:
     page = _Page()

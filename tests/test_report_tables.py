@@ -400,7 +400,8 @@ def test_cli_wrapper(hand_ws):
     app.command("report")(report)
     app.command("other")(lambda: None)  # a multi-command app, as cirrus's
     runner = CliRunner()
-    result = runner.invoke(app, ["report", "a", "b", "-w", str(hand_ws), "--bootstrap", "50"])
+    # wide enough for every leaderboard column (an 80-column worker would squeeze their text)
+    result = runner.invoke(app, ["report", "a", "b", "-w", str(hand_ws), "--bootstrap", "50"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     # every table of the report schema (noise.parquet among them), report.html, report.json, stats.json
     wrote = f"wrote {len(report_schema.FILES) + 3} files"

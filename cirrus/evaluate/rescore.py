@@ -83,6 +83,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -107,6 +108,8 @@ if TYPE_CHECKING:
         Verdict,
     )
     from cirrus.evaluate.walk import WalkResult
+    from cirrus.llm.batch import BatchStatus
+    from cirrus.llm.batching import BatchCollector
     from cirrus.replay import ToolReplayer
 
 console = cli_console(stderr=True)
@@ -309,6 +312,10 @@ class RescoreSettings:
     progress: bool = True
     fingerprint_extra: dict[str, Any] = field(default_factory=dict)
     details_extra: dict[str, Any] = field(default_factory=dict)
+    # the model of each model client ("judge", a panel's "judge[2]", "fluency") and the [prices] of
+    # cirrus.toml: summary.json's usage and cost, as in cirrus eval (cirrus.evaluate.runner.usage_and_cost)
+    client_models: dict[str, str] = field(default_factory=dict)
+    prices: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -407,19 +414,73 @@ def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
     os.replace(tmp, path)
 
 
+async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: str, offline_agent: bool,
+                          judge: CoverageJudge, fluency: FluencyChecker | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Walk one saved attempt again: its attempts row and transcript, nothing
+    written.  A judge failure is an error row; batch mode's
+    :class:`~cirrus.llm.batching.Deferred` (a dry pass) and
+    :class:`~cirrus.llm.batching.BatchMissing` (a bug) go through."""
+    from cirrus.evaluate.runner import attempt_row, attempt_transcript
+    from cirrus.evaluate.walk import walk
+    from cirrus.llm.batching import BatchMissing, Deferred
+    from cirrus.replay import ToolReplayer
+
+    task, attempt = saved.task, saved.attempt
+    result, error, truncated = None, None, None
+    agent = ReplayAgent(saved, agent_name, offline_agent)
+    if saved.status != "ok":
+        reason = (saved.row or {}).get("error") or "no committed attempt"
+        error = f"the source run's attempt failed: {reason}"
+    else:
+        gate = FluencyGate(saved, fluency, source.run_id)
+        try:
+            result = await walk(task, agent, judge, gate, ToolReplayer(None), attempt)
+            _note_truncation(result, gate)
+            truncated = gate.truncated is not None
+        except (Deferred, BatchMissing):
+            raise
+        except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run; InfrastructureError too)
+            error = f"{type(exc).__name__}: {exc}"
+    row = attempt_row(task, attempt, result, error)
+    transcript = attempt_transcript(task, attempt, result, error)
+    row["truncated"] = transcript["truncated"] = truncated
+    transcript["source_run"] = source.run_id
+    if result is not None:
+        row["input_tokens"] = _input_tokens(saved, agent.served)
+    return row, transcript
+
+
+def batch_rounds_bound(tasks: list[dict[str, Any]]) -> int:
+    """The most batch rounds a rescore can need: a walk of ``n`` checkpoints
+    asks at most ``2n`` coverage questions (each checkpoint accepted once,
+    each turn ending on at most one rejection) and ``n - 1`` fluency ones,
+    one after the other, each up to the judges' parse attempts (a repair
+    request follows an unreadable answer)."""
+    from cirrus.judges.llm import DEFAULT_PARSE_ATTEMPTS
+
+    longest = max((len(t.get("checkpoints") or []) for t in tasks), default=0)
+    return max(1, DEFAULT_PARSE_ATTEMPTS * (3 * longest - 1))
+
+
 async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: FluencyChecker | None,
-                      source: SourceRun | None = None) -> dict[str, Any]:
+                      source: SourceRun | None = None, *, batch: BatchCollector | None = None,
+                      notify: Callable[[str], None] | None = None,
+                      batch_progress: Callable[[str, BatchStatus], None] | None = None) -> dict[str, Any]:
     """Rescore ``settings.source_run`` into ``settings.run_id``; returns the
-    new summary.  ``fluency=None`` reuses the saved fluency verdicts."""
+    new summary.  ``fluency=None`` reuses the saved fluency verdicts.
+
+    With ``batch`` (a collector already set on the judges' clients), the
+    questions are first sent through the Batch API in rounds
+    (:func:`cirrus.llm.batching.run_in_rounds`, state under
+    ``.cirrus-cache/batches/rescore-<run_id>/``), then the attempts are
+    walked and written with every answer read from the batches."""
     import polars as pl
     from tqdm import tqdm
 
     from cirrus import __version__
-    from cirrus.evaluate.runner import attempt_row, attempt_transcript, summarize
+    from cirrus.evaluate.runner import EvalSettings, summarize, usage_and_cost
     from cirrus.evaluate.store import TRANSCRIPTS_FILE, RunStore
-    from cirrus.evaluate.types import InfrastructureError
-    from cirrus.evaluate.walk import walk
-    from cirrus.replay import ToolReplayer
+    from cirrus.usage import UsageLedger, recording
 
     if settings.run_id == settings.source_run:
         raise RescoreError("the rescored run needs its own --run-id (it would overwrite the source run)")
@@ -440,42 +501,43 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         timespec="seconds"), "tasks": len(source.tasks), "rescore_of": source.run_id, **settings.details_extra})
     done = {key for key, row in store.committed().items() if row["status"] == "ok"}
     todo = [saved for key, saved in source.saved.items() if key not in done]
+    offline_agent = "agent" in offline_source
+    started = time.perf_counter()
+    rounds = None
+    if batch is not None:
+        from cirrus.evaluate.roles import CACHE_DIR
+        from cirrus.llm.batching import STATE_SUBDIR, Deferred, run_in_rounds
+
+        async def dry_pass() -> None:
+            async def probe(saved: SavedAttempt) -> None:
+                try:
+                    await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency)
+                except Deferred:
+                    pass  # this attempt waits for the next batch
+
+            await asyncio.gather(*(probe(saved) for saved in todo if saved.status == "ok"))
+
+        state_dir = settings.workspace / CACHE_DIR / STATE_SUBDIR / f"rescore-{settings.run_id}"
+        rounds = await run_in_rounds(batch, dry_pass, state_dir, max_rounds=batch_rounds_bound(source.tasks),
+                                     notify=notify, progress=batch_progress)
     semaphore = asyncio.Semaphore(max(1, settings.concurrency))
     bar = tqdm(total=len(todo), desc=f"rescore {settings.run_id}", unit="attempt", disable=not settings.progress,
                dynamic_ncols=True)
 
     async def one(saved: SavedAttempt) -> None:
         async with semaphore:
-            task, attempt = saved.task, saved.attempt
-            result, error, truncated = None, None, None
-            agent = ReplayAgent(saved, agent_name, "agent" in offline_source)
-            if saved.status != "ok":
-                reason = (saved.row or {}).get("error") or "no committed attempt"
-                error = f"the source run's attempt failed: {reason}"
-            else:
-                gate = FluencyGate(saved, fluency, source.run_id)
-                try:
-                    result = await walk(task, agent, judge, gate, ToolReplayer(None), attempt)
-                    _note_truncation(result, gate)
-                    truncated = gate.truncated is not None
-                except InfrastructureError as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run)
-                    error = f"{type(exc).__name__}: {exc}"
-            row = attempt_row(task, attempt, result, error)
-            transcript = attempt_transcript(task, attempt, result, error)
-            row["truncated"] = transcript["truncated"] = truncated
-            transcript["source_run"] = source.run_id
-            if result is not None:
-                row["input_tokens"] = _input_tokens(saved, agent.served)
+            with recording(UsageLedger()) as ledger:
+                row, transcript = await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency)
+            row["usage"] = ledger.to_dict()
             store.append(row, transcript)
             bar.update(1)
 
-    started = time.perf_counter()
     await asyncio.gather(*(one(saved) for saved in todo))
     bar.close()
     committed = store.committed()
     rows = [committed[key] for key in source.saved if key in committed]
+    costed = EvalSettings(settings.workspace, settings.run_id, source.attempts, 1, settings.concurrency,
+                          client_models=settings.client_models, prices=settings.prices)
     transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(store.directory / TRANSCRIPTS_FILE)}
     comparison, compared, agreed = [], 0, 0
     for row in rows:
@@ -513,6 +575,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes_of_rows([r for r in rows if r["status"] == "ok"], members))}
            if (members := getattr(judge, "member_names", None)) else {}),
+        **usage_and_cost([{"usage": row.get("usage")} for row in rows], costed),
+        **({"batch": {"rounds": rounds, "requests": batch.sent}} if batch is not None else {}),
     })
     store.finalize(summary)
     # the contract's columns are written by finalize; the truncation flag joins them here
@@ -571,6 +635,50 @@ def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
         console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}")
 
 
+BATCH_HELP = ("Send the judge (and fluency) questions through the provider's Batch API, at its batch price: one "
+              "batch per endpoint per round (a walk's next question depends on the last verdict, so a rescore "
+              "takes a few rounds). Each round waits for the provider, up to its completion window (24h). "
+              "Interrupted? Run the same command again: the batches already sent are polled, not sent again "
+              "(state under .cirrus-cache/batches/). Poll interval: $CIRRUS_BATCH_POLL_S seconds (default 30).")
+
+
+def _note(text: str) -> None:
+    console.print(escape(text), highlight=False)
+
+
+def _batch_progress() -> Callable[[str, BatchStatus], None]:
+    """A progress callback printing a batch's status when it changes."""
+    last: dict[tuple[str, str], str] = {}
+
+    def show(endpoint: str, status: BatchStatus) -> None:
+        key = (endpoint, status.batch_id)
+        if last.get(key) != status.status:
+            last[key] = status.status
+            part = f" part {status.part}/{status.parts}" if status.parts > 1 else ""
+            console.print(escape(f"batch {status.batch_id}{part} at {endpoint}: {status.status} "
+                                 f"({status.completed} done, {status.failed} failed of {status.total})"),
+                          highlight=False)
+    return show
+
+
+def _print_usage_cost(summary: dict[str, Any]) -> None:
+    """The judges' calls and what they cost (summary.json's usage and cost)."""
+    usage, cost = summary.get("usage") or {}, summary.get("cost") or {}
+    if not usage:
+        return
+    currency = cost.get("currency") or ""
+    for role, counts in usage.items():
+        value = cost.get(role)
+        shown = "no price" if value is None else f"{value:.4f} {currency}".strip()
+        batched = f", {counts.get('batch_calls', 0)} in batches" if counts.get("batch_calls") else ""
+        out.print(escape(f"{role}: {counts.get('calls', 0)} calls{batched}, {counts.get('cirrus_cache_hits', 0)} "
+                         f"from the cache, {counts.get('input_tokens', 0)} input / {counts.get('output_tokens', 0)} "
+                         f"output tokens, cost {shown}"), highlight=False)
+    if summary.get("batch"):
+        info = summary["batch"]
+        out.print(escape(f"batch: {info['requests']} requests in {info['rounds']} rounds"), highlight=False)
+
+
 def rescore(
     run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose transcripts are judged again.")],
     judge_model: Annotated[Optional[list[str]], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge). Several (repeated, or a comma list) make a judge panel: the majority decides, a tie is Not Included.")] = None,
@@ -584,6 +692,7 @@ def rescore(
     workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    batch: Annotated[bool, typer.Option("--batch", help=BATCH_HELP)] = False,
 ) -> None:
     """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
     from cirrus.evaluate.roles import LOCAL, SELF_JUDGED_HINT, RoleError, RoleOptions, build_roles
@@ -592,9 +701,14 @@ def rescore(
     from cirrus.llm.providers import EndpointError
     from cirrus.settings import SettingsError, load_settings
 
+    from cirrus.llm.batch import BatchError, BatchFailed, BatchUnsupported
+    from cirrus.llm.batching import BatchMissing
+    from cirrus.pricing import PriceError, parse_prices
+
     try:
         settings_file = load_settings(workspace, config)
-    except SettingsError as exc:
+        prices = parse_prices(settings_file.prices, "cirrus.toml: prices")
+    except (SettingsError, PriceError) as exc:
         _fail(str(exc))
         return
     configured_judge = settings_file.role("judge")
@@ -629,15 +743,44 @@ def rescore(
             if selfish:
                 console.print(f"[yellow]warning:[/] the rescore grades the agent with itself ({', '.join(selfish)}: "
                               f"the agent's own model); recorded as self_judged; {escape(SELF_JUDGED_HINT)}")
-            settings = RescoreSettings(workspace, run_id, target, concurrency, not quiet, extra, details)
-            return await run_rescore(settings, roles.judge, roles.fluency if fluency else None, source)
+            models = {name: client.model for name, client in roles.clients.items() if name != "agent"}
+            settings = RescoreSettings(workspace, run_id, target, concurrency, not quiet, extra,
+                                       {**details, "batch": batch}, models, prices)
+            collector = None
+            if batch:
+                from cirrus.llm.batching import BatchCollector
+
+                collector = BatchCollector()
+                if not roles.use_batch(collector):
+                    console.print("[yellow]note:[/] --batch: no role calls a model (the local judge), nothing to batch")
+                    collector = None
+            return await run_rescore(settings, roles.judge, roles.fluency if fluency else None, source,
+                                     batch=collector, notify=None if quiet else _note,
+                                     batch_progress=None if quiet else _batch_progress())
         finally:
             await roles.aclose()
 
     try:
         source = load_source(workspace, run_id)
         summary = asyncio.run(main(source))
+    except BatchUnsupported as exc:
+        _fail(str(exc), code=2)
+        return
+    except BatchFailed as exc:
+        _fail(str(exc), code=1)  # names the batch id and the state file to delete to send it again
+        return
+    except BatchError as exc:  # a state file of other requests, polling that kept failing, TooManyRounds
+        _fail(str(exc), code=1)
+        return
+    except KeyboardInterrupt:
+        console.print("\n[yellow]interrupted:[/] run the same command again to resume"
+                      + (" (the batches already sent are polled, not sent again)" if batch else ""))
+        raise typer.Exit(130) from None
     except (RescoreError, TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
         _fail(str(exc))
         return
+    except BatchMissing as exc:
+        _fail(str(exc), code=1)
+        return
     _print_rescore(summary, workspace / REPORTS_DIR / target)
+    _print_usage_cost(summary)

@@ -70,6 +70,15 @@ class Roles:
     # check before a run (cirrus.evaluate.preflight); offline parts have none
     clients: dict[str, Any] = field(default_factory=dict)
 
+    def use_batch(self, collector: Any) -> bool:
+        """Put the model clients in batch mode (a
+        :class:`cirrus.llm.batching.BatchCollector`); ``False`` when no role
+        uses a model (nothing to batch)."""
+        if self.pool is None:
+            return False
+        self.pool.use_batch(collector)
+        return True
+
     async def aclose(self) -> None:
         if self.pool is not None:
             await self.pool.aclose()

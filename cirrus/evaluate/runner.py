@@ -96,8 +96,9 @@ def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | 
     turns = []
     for judged in result.turns if result else []:
         checkpoint = task["checkpoints"][judged.checkpoint - 1]
+        turn = {"context": checkpoint["context"]} if checkpoint.get("context") else {}  # docs/checkpoints.md
         turns.append({
-            "checkpoint": judged.checkpoint, "query": checkpoint["query"], "reference": checkpoint["reply"],
+            **turn, "checkpoint": judged.checkpoint, "query": checkpoint["query"], "reference": checkpoint["reply"],
             "reference_tool_calls": checkpoint["tool_calls"], "agent_messages": judged.turn.messages,
             "agent_text": judged.turn.text,
             "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "recorded": c.recorded,

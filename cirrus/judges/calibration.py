@@ -482,21 +482,54 @@ async def _run_cases(ask: Callable[[_C], Awaitable[Verdict]], cases: Sequence[_C
     return list(await asyncio.gather(*(one(case) for case in cases)))
 
 
+def coverage_question(judge: CoverageJudge) -> Callable[[LabelledCase], Awaitable[Verdict]]:
+    """What ``judge`` is asked about a coverage case."""
+    return lambda case: judge.covers(judge_history(case), case.query, case.reference, case.candidate)
+
+
+def fluency_question(checker: FluencyChecker) -> Callable[[FluencyCase], Awaitable[Verdict]]:
+    """What ``checker`` is asked about a fluency case."""
+    return lambda case: checker.follows(list(case.history), case.next_query)
+
+
 async def run_judge(judge: CoverageJudge, cases: Sequence[LabelledCase], concurrency: int = 8,
                     progress: Any = None) -> list[CaseResult]:
     """Ask ``judge`` about every case, at most ``concurrency`` at once; the
     results are in the order of ``cases``.  ``progress`` is called with no
     argument after each case."""
-    return await _run_cases(lambda case: judge.covers(judge_history(case), case.query, case.reference,
-                                                      case.candidate), cases, concurrency, progress)
+    return await _run_cases(coverage_question(judge), cases, concurrency, progress)
 
 
 async def run_fluency(checker: FluencyChecker, cases: Sequence[FluencyCase], concurrency: int = 8,
                       progress: Any = None) -> list[CaseResult]:
     """Ask ``checker`` whether each case's next message follows its history,
     as :func:`run_judge` asks a judge."""
-    return await _run_cases(lambda case: checker.follows(list(case.history), case.next_query), cases,
-                            concurrency, progress)
+    return await _run_cases(fluency_question(checker), cases, concurrency, progress)
+
+
+async def batch_rounds(ask: Callable[[_C], Awaitable[Verdict]], cases: Sequence[_C], collector: Any,
+                       state_dir: Path, *, notify: Callable[[str], None] | None = None,
+                       progress: Callable[[str, Any], None] | None = None) -> int:
+    """Send every question ``ask`` makes about ``cases`` through the Batch
+    API (:func:`cirrus.llm.batching.run_in_rounds`: a case's question is one
+    request, or a few rounds when an unreadable answer is repaired); the
+    caller's :func:`run_judge` / :func:`run_fluency` then reads the answers.
+    Returns the rounds used."""
+    from cirrus.evaluate.types import InfrastructureError
+    from cirrus.judges.llm import DEFAULT_PARSE_ATTEMPTS
+    from cirrus.llm.batching import Deferred, run_in_rounds
+
+    async def probe(case: _C) -> None:
+        try:
+            await ask(case)
+        except (Deferred, InfrastructureError):
+            pass  # waits for the next batch / an error row in the writing pass
+
+    async def dry_pass() -> None:
+        await asyncio.gather(*(probe(case) for case in cases))
+
+    return await run_in_rounds(collector, dry_pass, state_dir, max_rounds=DEFAULT_PARSE_ATTEMPTS, notify=notify,
+                               progress=progress)
 
 
 def metrics_of(results: Sequence[CaseResult]) -> JudgeMetrics:
@@ -548,6 +581,27 @@ def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0, spec: Role
     out.print(matrix)
 
 
+def _print_usage(ledger: Any, models: dict[str, str], prices: dict[str, Any]) -> None:
+    """One line per model client: calls (in batches), cache hits, tokens and
+    cost (``[prices]`` of cirrus.toml; batch calls at the batch price)."""
+    from cirrus.pricing import PriceError, run_cost
+
+    if not ledger.clients:
+        return
+    try:
+        cost = run_cost(ledger, models, prices)
+    except PriceError as exc:
+        console.print(f"[yellow]note:[/] no cost: {escape(str(exc))}")
+        cost = {}
+    for role, usage in ledger.by_role().items():
+        value = cost.get(role)
+        shown = "no price" if value is None else f"{value:.6f} {cost.get('currency') or ''}".strip()
+        batched = f" ({usage.batch_calls} in batches)" if usage.batch_calls else ""
+        out.print(escape(f"{role}: {usage.calls} calls{batched}, {usage.cirrus_cache_hits} from the cache, "
+                         f"{usage.input_tokens} input / {usage.output_tokens} output tokens, cost {shown}"),
+                  highlight=False)
+
+
 def judge_eval(
     labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label (with --role fluency: history, next_query, label Yes/No).")],
     role: Annotated[CalibratedRole, typer.Option(help="What to measure: the coverage judge (labels Included/Not Included) or the fluency checker (labels Yes/No: does the customer's next message still follow?).")] = CalibratedRole.coverage,
@@ -560,13 +614,18 @@ def judge_eval(
     workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (cirrus.toml, response cache).")] = Path("."),
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    batch: Annotated[bool, typer.Option("--batch", help="Send the questions through the provider's Batch API, at its batch price (one batch, a second round only to repair unreadable answers). Waits for the provider, up to its completion window (24h). Interrupted? Run the same command again: the batch already sent is polled, not sent again (state under .cirrus-cache/batches/). Poll interval: $CIRRUS_BATCH_POLL_S seconds (default 30).")] = False,
 ) -> None:
     """Measure a coverage judge (or, with --role fluency, the fluency checker) against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
     from tqdm import tqdm
 
-    from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
+    from cirrus.evaluate.roles import CACHE_DIR, LOCAL, RoleError, RoleOptions, build_roles
+    from cirrus.llm.batch import BatchError, BatchUnsupported
+    from cirrus.llm.batching import STATE_SUBDIR, BatchCollector, BatchMissing
     from cirrus.llm.providers import EndpointError
+    from cirrus.pricing import PriceError, parse_prices
     from cirrus.settings import SettingsError, load_settings
+    from cirrus.usage import UsageLedger, recording
 
     fluency = role is CalibratedRole.fluency
     spec = SPECS[role]
@@ -577,13 +636,20 @@ def judge_eval(
             fluency_cases = load_fluency_labels(labels, limit)
         else:
             coverage_cases = load_labels(labels, limit)
-        configured = load_settings(workspace, config).role("fluency" if fluency else "judge")
-    except (LabelFileError, SettingsError) as exc:
+        settings_file = load_settings(workspace, config)
+        configured = settings_file.role("fluency" if fluency else "judge")
+        prices = parse_prices(settings_file.prices, "cirrus.toml: prices")
+    except (LabelFileError, SettingsError, PriceError) as exc:
         _fail(str(exc))
         return
     options = RoleOptions(judge_model or configured.model or LOCAL, judge_base_url or configured.base_url,
                           judge_api_key_env or configured.api_key_env, configured.params())
     cases: Sequence[Case] = fluency_cases or coverage_cases
+    ledger = UsageLedger()
+    models: dict[str, str] = {}
+
+    def note(text: str) -> None:
+        console.print(escape(text), highlight=False)
 
     async def main() -> tuple[str, list[CaseResult]]:
         # build_roles wants an agent: an offline baseline that is never called
@@ -591,14 +657,25 @@ def judge_eval(
             roles = build_roles(RoleOptions("baseline:oracle"), RoleOptions(LOCAL), options, [], workspace)
         else:
             roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
+        models.update({name: client.model for name, client in roles.clients.items() if name != "agent"})
         try:
+            if batch:
+                collector = BatchCollector()
+                if roles.use_batch(collector):
+                    ask: Any = fluency_question(roles.fluency) if fluency else coverage_question(roles.judge)
+                    name = "fluency" if fluency else "judge"
+                    await batch_rounds(ask, cases, collector, workspace / CACHE_DIR / STATE_SUBDIR /
+                                       f"judge-eval-{name}", notify=None if quiet else note)
+                else:
+                    note("note: --batch: the local heuristic calls no model, nothing to batch")
             bar = tqdm(total=len(cases), desc="judge-eval", unit="row", disable=quiet, dynamic_ncols=True)
             try:
-                if fluency:
-                    return roles.fluency.name, await run_fluency(roles.fluency, fluency_cases, concurrency,
-                                                                 lambda: bar.update(1))
-                return roles.judge.name, await run_judge(roles.judge, coverage_cases, concurrency,
-                                                         lambda: bar.update(1))
+                with recording(ledger):
+                    if fluency:
+                        return roles.fluency.name, await run_fluency(roles.fluency, fluency_cases, concurrency,
+                                                                     lambda: bar.update(1))
+                    return roles.judge.name, await run_judge(roles.judge, coverage_cases, concurrency,
+                                                             lambda: bar.update(1))
             finally:
                 bar.close()
         finally:
@@ -606,6 +683,16 @@ def judge_eval(
 
     try:
         judge_name, results = asyncio.run(main())
+    except BatchUnsupported as exc:
+        _fail(str(exc), code=2)
+        return
+    except (BatchError, BatchMissing) as exc:  # BatchFailed names the batch and the state file to delete
+        _fail(str(exc), code=1)
+        return
+    except KeyboardInterrupt:
+        console.print("\n[yellow]interrupted:[/] run the same command again to resume"
+                      + (" (the batch already sent is polled, not sent again)" if batch else ""))
+        raise typer.Exit(130) from None
     except (RoleError, EndpointError, ValueError) as exc:
         _fail(str(exc))
         return
@@ -621,6 +708,7 @@ def judge_eval(
     for result in errors[:10]:
         console.print(f"[yellow]failed[/] {escape(f'{labels}:{result.case.line} ({result.case.id}): {result.error}')}",
                       highlight=False)
+    _print_usage(ledger, models, prices)
     if judge_name.startswith("local"):
         measured = "fluency checker" if fluency else "judge"
         console.print(f"[yellow]note:[/] the local {measured} is an offline heuristic, not a model judgement")

@@ -165,7 +165,7 @@ def own_words(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = 
     Positions of the kept text are preserved (removed text becomes spaces)."""
     text = raw or ""
     tags = "|".join(DATA_TAGS)
-    if boundary:  # first the data blocks echoed with their real boundary: nothing in them can escape
+    if boundary and boundary.lower() in text.lower():  # first the data blocks echoed with their real boundary
         exact = re.compile(rf"<({tags})\b[^>]*{re.escape(boundary)}[^>]*>.*?</\1\b[^>]*{re.escape(boundary)}[^>]*>",
                            re.DOTALL | re.IGNORECASE)
         text = exact.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)

@@ -208,8 +208,8 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     for run, row in zip(runs, tables["leaderboard.parquet"].iter_rows(named=True)):
         if k is None or k == run.k:
             warnings += [f"run {run.run_id!r}: {p}" for p in summary_mismatches(run, row)]
-        if run.model not in price_table and row["cost_total"] is None and price_table:
-            warnings.append(f"no price for model {run.model!r} (run {run.run_id!r}): its cost columns are null")
+        if row["cost_total"] is None:
+            warnings += cost_warnings(run, price_table)
     for dimension in DIMENSIONS:
         tables[f"breakdown_{dimension}.parquet"] = breakdown_by(runs, dimension, k)
     interval_table = paired_table = None
@@ -250,7 +250,9 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
 
     extras = report_extras(runs, workspace)  # dataset statistics; the run diff of exactly two runs
     files.update(write_extras(extras, out_dir))  # stats.json, diff.parquet
-    files[HTML_FILE] = write_html_report(runs, tables, out_dir, workspace, warnings, extras=extras)
+    # the page also shows the subtask runs' tables (their section appears only with them)
+    files[HTML_FILE] = write_html_report(runs, {**tables, **subtask_part["tables"]}, out_dir, workspace, warnings,
+                                         extras=extras)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -269,6 +271,26 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     return {"out_dir": out_dir, "files": files, "leaderboard": tables["leaderboard.parquet"],
             "intervals": interval_table, "paired": paired_table, "noise": noise_table, "warnings": warnings,
             "failures": tables["failures.parquet"], "subtask": subtask_part}
+
+
+def cost_warnings(run: Any, prices: Mapping[str, Any]) -> list[str]:
+    """Why a run's ``cost_total`` is null, one warning per unpriced role
+    (none for a run without ``usage`` when there is no price table: nothing
+    was asked to be priced)."""
+    from cirrus.report.loading import parse_prices
+    from cirrus.report.tables import cost_of
+
+    if not prices and not isinstance(run.summary.get("usage"), dict):
+        return []
+    cost = cost_of(run, parse_prices(dict(prices)))
+    if cost.problem:
+        return [f"run {run.run_id!r}: {cost.problem}"]
+    if cost.source == "none":
+        return [f"no price for model {run.model!r} (run {run.run_id!r}): its cost columns are null"]
+    return [f"no price for model {model!r}, the {role} of run {run.run_id!r}: its cost_{role} and cost_total are "
+            f"null (add [prices.\"{model}\"] to cirrus.toml)" if model else
+            f"run {run.run_id!r} does not name its {role}'s model: its cost_{role} and cost_total are null"
+            for role, model in cost.unpriced]
 
 
 def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) -> dict[str, Any]:
@@ -340,8 +362,10 @@ def report(
     if result["leaderboard"] is not None:
         _print_report(result)
     print_subtask_report(result)  # the tables of subtask runs, when the report has any
+    from rich.markup import escape
+
     for warning in result["warnings"]:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {escape(warning)}")  # a warning may name [prices."model"]
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -371,14 +395,16 @@ def _print_report(result: dict[str, Any]) -> None:
     table = Table(title=f"cirrus report -> {result['out_dir']}")
     # runs may differ in K: every pass@K and pass^K cell names its run's K
     for column in ("run", "model", "tasks (errors)", "SR pass@1 [95% CI]", "SR pass@K", "pass^K",
-                   "ATPR [95% CI]", "AMTL", "cost"):
+                   "ATPR [95% CI]", "AMTL", "cost", "cost / success"):
         table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
     for row in board.iter_rows(named=True):
-        cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency']}"
+        cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency'] or ''}".rstrip()
+        per_success = ("-" if row["cost_per_success"] is None
+                       else f"{row['cost_per_success']:.4f} {row['currency'] or ''}".rstrip())
         table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
                       with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
                       f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", f"{_fmt(row['pass_hat_k'])} (K={row['k']})",
-                      with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost)
+                      with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost, per_success)
     stdout.print(table)
     pairs = result["paired"]
     if pairs is not None and not pairs.is_empty():

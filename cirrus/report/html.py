@@ -11,6 +11,13 @@ frames it writes as Parquet) with the Jinja2 template
   SR pass@1 and ATPR; reply type: acceptance and coverage rate), with error
   bars where ``intervals`` has the group;
 * SR pass@1 against AMTL (quality against latency), one point per run;
+* cost next to quality: per run the cost of each role (agent, judge,
+  fluency), the total, the cost per success and the prompt-cache share
+  (``summary.json``'s ``cost`` / ``usage``, see the leaderboard's cost
+  columns), and SR pass@1 against the run's cost, one labelled point per run;
+* subtask runs (``cirrus eval --mode subtask``) reported beside the walks:
+  Table 4 (by input-token band) and Figure 6 (by reply type) with their
+  intervals (:func:`cirrus.report.subtask.subtask_html_section`);
 * TPR by checkpoint depth: per run, the share of ok attempts (of tasks with
   at least k checkpoints) whose walk covered checkpoint k;
 * noise: per run, how often tasks flip between attempts (and the judge's
@@ -340,6 +347,78 @@ def _scatter_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], 
     span = max(max(xs) - min(xs), max(xs) * 0.2, 1.0)
     ax.set_xlim(max(min(xs) - span * 0.6, 0), max(xs) + span * 0.6)
     return _svg(fig, "chart-quality-latency"), left_out
+
+
+def _money(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}"
+
+
+def _tokens(usage: Any) -> int:
+    """Input plus output tokens of a role's ``usage`` entry (0 when malformed)."""
+    if not isinstance(usage, Mapping):
+        return 0
+    return sum(v for k in ("input_tokens", "output_tokens")
+               if isinstance(v := usage.get(k), int) and not isinstance(v, bool))
+
+
+def cost_view(board: pl.DataFrame, summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the Cost section, one per run: cost per role, total, per
+    success, currency, the prompt-cache share per role (``prompt_cache_share``
+    of ``summary.json``) and what the numbers rest on (``basis``)."""
+    rows = []
+    for row in board.iter_rows(named=True):
+        summary = summaries.get(row["run_id"]) or {}
+        recorded = summary.get("cost") if isinstance(summary.get("cost"), Mapping) else {}
+        if not isinstance(summary.get("usage"), Mapping):
+            basis = "agent tokens only (run written before usage was recorded)" if row["cost_total"] is not None \
+                else "no price for the agent's model"
+        elif any(recorded.get(r) is None and row[f"cost_{r}"] is not None and _tokens(summary["usage"].get(r))
+                 for r in ("agent", "judge", "fluency")):
+            basis = "recorded; unpriced roles priced here from their usage"
+        else:
+            basis = "recorded by the run"
+        shares = summary.get("prompt_cache_share")
+        cache = ", ".join(f"{role} {share:.2f}" for role, share in shares.items()
+                          if isinstance(share, (int, float)) and not isinstance(share, bool)) \
+            if isinstance(shares, Mapping) else ""
+        rows.append({"run_id": row["run_id"], "model": row["model"], "agent": _money(row["cost_agent"]),
+                     "judge": _money(row["cost_judge"]), "fluency": _money(row["cost_fluency"]),
+                     "total": _money(row["cost_total"]), "per_success": _money(row["cost_per_success"]),
+                     "per_attempt": _money(row["cost_per_attempt"]), "currency": row["currency"] or "–",
+                     "cache": cache or "–", "basis": basis})
+    return rows
+
+
+def _cost_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
+                runs: Sequence[str], colors: Sequence[Any]) -> tuple[str | None, list[str]]:
+    """SR pass@1 (y) against the run's total cost (x), one labelled point per
+    run; runs without a cost (or SR), or priced in another currency than
+    the first drawn run, are returned, not drawn."""
+    rows = {r["run_id"]: r for r in board.iter_rows(named=True)}
+    drawable = [r for r in runs if not math.isnan(_num(rows[r].get("cost_total")))
+                and not math.isnan(_num(rows[r].get("sr_pass1")))]
+    currency = rows[drawable[0]].get("currency") if drawable else None
+    drawable = [r for r in drawable if rows[r].get("currency") in (currency, None) or currency is None]
+    left_out = [r for r in runs if r not in drawable]
+    if not drawable:
+        return None, left_out
+    fig = _figure(6.5, 3.6)
+    ax = fig.add_subplot()
+    ax.grid(True, axis="both")
+    for run in drawable:
+        color = colors[runs.index(run)]
+        x, y = _num(rows[run]["cost_total"]), _num(rows[run]["sr_pass1"])
+        ylo, yhi = cis.get((run, "overall", "all", "sr_pass1"), (y, y))
+        ax.errorbar([x], [y], yerr=[[max(y - ylo, 0)], [max(yhi - y, 0)]], fmt="o", color=color, ecolor=color,
+                    elinewidth=1, capsize=3, markersize=7, label=run)
+        ax.annotate(run, (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    ax.set_xlabel(f"cost of the run ({currency or 'no currency: nothing priced'}; every role)")
+    ax.set_ylabel("SR pass@1")
+    ax.set_ylim(-0.05, 1.05)
+    xs = [_num(rows[r]["cost_total"]) for r in drawable]
+    span = max(max(xs) - min(xs), max(xs) * 0.2, 1e-6)
+    ax.set_xlim(max(min(xs) - span * 0.6, -span * 0.05), max(xs) + span * 0.6)  # a free run stays visible at 0
+    return _svg(fig, "chart-cost-quality"), left_out
 
 
 def depth_table(runs: Sequence[Run]) -> pl.DataFrame:
@@ -992,6 +1071,8 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         charts["reply_type"], reply_empty = _breakdown_chart(
             breakdowns["reply_type"], "reply_type", ("acceptance_rate", "coverage_rate"), cis, run_ids, colors)
         charts["scatter"], scatter_left_out = _scatter_chart(board, cis, run_ids, colors)
+        charts["cost"], cost_left_out = _cost_chart(board, cis, run_ids, colors)
+        subtask = _subtask_section(tables)
         depths = depth_table(runs)
         charts["depth"] = _depth_chart(depths, run_ids, colors)
         if extras is None:
@@ -1062,7 +1143,28 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         dataset_charts={k: jinja2.utils.markupsafe.Markup(v) for k, v in dataset_svgs.items()},
         diff_rows=diff_rows, diff_problem=extras.diff_problem, diff_common=extras.diff_common,
         failures=failures,
+        costs=cost_view(board, {run.run_id: run.summary for run in runs}), cost_left_out=cost_left_out,
+        subtask=subtask,
     )
+
+
+def _subtask_section(tables: Mapping[str, pl.DataFrame]) -> dict[str, Any] | None:
+    """The subtask runs' section (Table 4 and Figure 6), when the report has
+    their tables (``subtask_by_tokens`` / ``subtask_by_reply_type``, with or
+    without ``.parquet``); None otherwise.  Called inside the page's rc context."""
+    import jinja2
+
+    from cirrus.report.subtask import SUBTASK_REPORT_FILES, subtask_html_section
+
+    found = {name: frame for name in SUBTASK_REPORT_FILES
+             if (frame := _table(tables, name.removesuffix(".parquet"))) is not None}
+    if not found or not any(frame.height for frame in found.values()):
+        return None
+    section = subtask_html_section(found)
+    if section is None:
+        return None
+    figure = section["figure6"]
+    return {"tables": section["tables"], "figure6": jinja2.utils.markupsafe.Markup(figure) if figure else None}
 
 
 def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], out_dir: Path,
@@ -1072,8 +1174,9 @@ def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], o
     ``runs``: the runs as :func:`~cirrus.report.loading.load_runs` gives
     them; ``tables``: the frames of ``cirrus report`` keyed by file name
     (``leaderboard.parquet``, ``breakdown_<dimension>.parquet``,
-    ``intervals.parquet``, ``paired.parquet``, ``noise.parquet``; the suffix
-    may be left out).  A missing leaderboard, breakdown or noise table is
+    ``intervals.parquet``, ``paired.parquet``, ``noise.parquet``, and the
+    subtask runs' ``subtask_by_tokens.parquet`` / ``subtask_by_reply_type.parquet``
+    when the report has any; the suffix may be left out).  A missing leaderboard, breakdown or noise table is
     computed (the noise table then without judge noise); without
     ``intervals`` the charts have no error bars, without ``paired`` there
     are no MDDs and no ``≈`` marks.  ``workspace``: for the tasks' earlier

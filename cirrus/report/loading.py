@@ -358,6 +358,68 @@ def load_prices(workspace: Path, config: Path | None = None) -> dict[str, Price]
         raise ReportError(str(exc)) from exc
 
 
+def _role_model(part: Any) -> str | None:
+    model = part.get("model") if isinstance(part, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def run_models(config: dict[str, Any]) -> dict[str, str]:
+    """The model of each client a run called, from ``run.json``'s
+    fingerprint (``agent_role.model``, ``judge_role.model``,
+    ``fluency_role.model``): the keys :func:`cirrus.pricing.run_cost` prices
+    by.  A judge panel (``judge_role.panel``) gives ``judge[1]``,
+    ``judge[2]``, ... and also ``judge`` when every member is the same model
+    (``summary.json``'s usage sums a panel's members into ``judge``).
+    Baselines, the local judge and runs that did not record a role give no
+    entry for it."""
+    fingerprint = config.get("fingerprint")
+    if not isinstance(fingerprint, dict):
+        return {}
+    models: dict[str, str] = {}
+    for role in ("agent", "judge", "fluency"):
+        part = fingerprint.get(f"{role}_role")
+        model = _role_model(part)
+        if model is not None:
+            models[role] = model
+        panel = part.get("panel") if isinstance(part, dict) else None
+        if role == "judge" and isinstance(panel, list) and panel:
+            members = [_role_model(member) for member in panel]
+            for number, member in enumerate(members, 1):
+                if member is not None:
+                    models[f"judge[{number}]"] = member
+            if len(set(members)) == 1 and members[0] is not None:
+                models["judge"] = members[0]
+    return models
+
+
+def attempt_usage(run: Run) -> dict[str, dict[str, int]] | None:
+    """Usage per model client (``judge[2]`` apart from ``judge[1]``) summed
+    over the run's committed attempts that ``tasks.parquet`` holds, from
+    ``attempts.jsonl``: what prices a judge panel whose members are
+    different models (``summary.json`` has the panel summed into
+    ``judge``).  None when the run has no ``attempts.jsonl`` or its rows
+    record no usage."""
+    from cirrus.evaluate.store import ATTEMPTS_FILE
+    from cirrus.files import read_jsonl
+    from cirrus.usage import UsageLedger
+
+    path = Path(run.directory) / ATTEMPTS_FILE
+    if not path.is_file():
+        return None
+    keys = set(run.tasks.select("task_id", "attempt").collect().iter_rows())
+    latest: dict[tuple[Any, Any], Any] = {}
+    try:
+        for row in read_jsonl(path):
+            if isinstance(row, dict):
+                latest[(row.get("task_id"), row.get("attempt"))] = row.get("usage")
+    except (OSError, UnicodeDecodeError):
+        return None
+    usages = [usage for key, usage in latest.items() if key in keys and isinstance(usage, dict)]
+    if not usages:
+        return None
+    return UsageLedger.total_of(usages).to_dict()
+
+
 # --------------------------------------------------------------------------
 # Judge noise (reports/<run_id>/judge_consistency.json, when measured)
 # --------------------------------------------------------------------------

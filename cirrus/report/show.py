@@ -226,6 +226,12 @@ def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None, 
     body = Table(show_header=False, box=None, padding=(0, 1), expand=expand)
     body.add_column("what", style="bold", no_wrap=True)
     body.add_column("value", ratio=1)
+    for message in turn.get("context") or []:  # turns between checkpoints, shown to the agent, never judged
+        role = {"user": "customer", "assistant": "agent", "tool": "tool result"}.get(message.get("role"), "?")
+        text = message.get("content") or " ".join(
+            f"{(c.get('function') or {}).get('name')} {(c.get('function') or {}).get('arguments')}"
+            for c in message.get("tool_calls") or [])
+        body.add_row(Text(f"context: {role}", style="dim"), Text(_cut(str(text), width), style="dim"))
     body.add_row("customer", Text(_cut(turn.get("query", ""), width)))
     body.add_row("reference", Text(_cut(turn.get("reference", ""), width) or "(no text: tool calls only)"))
     for call in turn.get("reference_tool_calls") or []:

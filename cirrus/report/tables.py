@@ -23,7 +23,9 @@ over lazy frames.  Column meanings: :mod:`cirrus.report.schema` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -32,6 +34,7 @@ from cirrus.metrics import AttemptRow, dataset_metrics, pass_at_k, pass_hat_k
 from cirrus.report.loading import Price, ReportError, Run, parse_prices
 from cirrus.report.schema import conform
 from cirrus.schema import REPLY_TYPES
+from cirrus.usage import Usage, UsageLedger, role_of
 
 OVERALL = "overall"
 TASK_DIMENSIONS = ("category", "checkpoints", "input_tokens", "tools")
@@ -399,14 +402,140 @@ def _price(run: Run, prices: Mapping[str, Price]) -> Price | None:
     return prices.get(model) if isinstance(model, str) else None
 
 
+COST_ROLES = ("agent", "judge", "fluency")
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """What a run cost, as the leaderboard shows it.
+
+    ``roles``: cost per role of :data:`COST_ROLES` (0.0 for a role that sent
+    no tokens, None when unknown); ``total``: every role of the run, None
+    when any role's cost is unknown (a partial sum would flatter the run);
+    ``currency``; ``source``: ``summary`` (``cost`` of ``summary.json``),
+    ``repriced`` (some role priced here from ``usage`` with the report's
+    prices), ``agent_tokens`` (a run written before ``usage`` existed: the
+    agent's tokens of the ok attempts at the agent's price), or ``none``;
+    ``unpriced``: ``(role, model)`` of each role left unknown (model None
+    when the run does not name it); ``problem``: why re-pricing was not
+    possible, if it was not."""
+
+    roles: dict[str, float | None]
+    total: float | None
+    currency: str | None
+    source: str
+    unpriced: tuple[tuple[str, str | None], ...] = ()
+    problem: str | None = None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def run_cost(summary: Mapping[str, Any], models: Mapping[str, str], prices: Mapping[str, Price], *,
+             agent_price: Price | None = None, agent_tokens: tuple[int, int] = (0, 0),
+             client_usage: Mapping[str, Any] | None = None) -> RunCost:
+    """The cost of a run from its ``summary.json`` (pure).
+
+    With ``usage`` in the summary: each role's ``cost`` as recorded; a role
+    recorded null is priced again from its ``usage`` with ``prices`` when
+    they now know its model (``models``: client -> model, see
+    :func:`cirrus.report.loading.run_models`; a judge panel of different
+    models needs ``client_usage``, the usage per member); a role with no
+    tokens costs 0.  Without ``usage`` (runs written before it): the
+    agent's ``agent_tokens`` (input, output of the ok attempts) at
+    ``agent_price``, the other roles unknown."""
+    usage = summary.get("usage")
+    if not isinstance(usage, Mapping):
+        if agent_price is None:
+            return RunCost({"agent": None, "judge": None, "fluency": None}, None, None, "none",
+                           (("agent", models.get("agent")),))
+        cost = agent_price.cost(*agent_tokens)
+        return RunCost({"agent": cost, "judge": None, "fluency": None}, cost, agent_price.currency, "agent_tokens")
+    ledger = UsageLedger.from_dict(usage)
+    by_role = ledger.by_role()
+    recorded = summary.get("cost") if isinstance(summary.get("cost"), Mapping) else {}
+    currency = recorded.get("currency") if isinstance(recorded.get("currency"), str) else None
+    roles: dict[str, float | None] = {}
+    for role in dict.fromkeys((*COST_ROLES, *by_role)):
+        spent = by_role.get(role)
+        value = _number(recorded.get(role))
+        if value is None and (spent is None or spent.input_tokens + spent.output_tokens == 0):
+            value = 0.0  # no token sent: nothing to pay, priced or not
+        roles[role] = value
+    source, problem = "summary", None
+    missing = [role for role, value in roles.items() if value is None]
+    if missing and prices:
+        priced = _reprice(missing, ledger, models, prices, client_usage)
+        if isinstance(priced, str):
+            problem = priced
+        elif priced["currency"] is not None and currency not in (None, priced["currency"]):
+            problem = (f"the run's cost is in {currency}, the report's prices in {priced['currency']}: "
+                       "its unpriced roles are left unknown")
+        else:
+            for role in missing:
+                if priced.get(role) is not None:
+                    roles[role] = float(priced[role])
+                    source = "repriced"
+            currency = currency or priced["currency"]
+    values = list(roles.values())
+    total = math.fsum(v for v in values if v is not None) if all(v is not None for v in values) else None
+    unpriced = tuple((role, _client_model(role, models)) for role, value in roles.items() if value is None)
+    return RunCost(roles, total, currency, source, unpriced, problem)
+
+
+def _client_model(role: str, models: Mapping[str, str]) -> str | None:
+    if role in models:
+        return models[role]
+    members = sorted({m for client, m in models.items() if role_of(client) == role and client != role})
+    return ",".join(members) if members else None
+
+
+def _reprice(roles: Sequence[str], ledger: UsageLedger, models: Mapping[str, str], prices: Mapping[str, Price],
+             client_usage: Mapping[str, Any] | None) -> dict[str, Any] | str:
+    """:func:`cirrus.pricing.run_cost` of ``roles`` only; a role whose
+    members have their own models (a judge panel) is priced from
+    ``client_usage`` (usage per member).  A string says why it cannot be."""
+    from cirrus.pricing import PriceError
+    from cirrus.pricing import run_cost as price_ledger
+
+    part = UsageLedger()
+    per_client = UsageLedger.from_dict(client_usage) if client_usage else None
+    for role in roles:
+        if role in models or per_client is None:
+            part.add(role, ledger.clients.get(role, Usage()))
+            continue
+        for client, usage in per_client.clients.items():
+            if role_of(client) == role:
+                part.add(client, usage)
+    try:
+        return price_ledger(part, models, prices)
+    except PriceError as exc:
+        return str(exc)
+
+
+def _successes(run: Run) -> int:
+    """Successful (task, attempt) pairs: ok rows with ``success``."""
+    return int(run.tasks.filter(_OK & pl.col("success").fill_null(False)).select(pl.len()).collect().item())
+
+
 def leaderboard(runs: Sequence[Run], k: int | None = None,
                 prices: Mapping[str, Price | Mapping[str, Any]] | None = None) -> pl.DataFrame:
     """One row per run, in the given order (schema ``leaderboard``): the
     run's scores over all its tasks (as in its ``summary.json``), turn
-    metrics, usage, and cost where ``prices`` (``{model: Price}`` or the
-    ``[prices]`` table of ``cirrus.toml`` as a dict) knows the model
-    (``summary.json``'s ``model``, else the agent role's ``model`` in
-    ``run.json``); cost columns are null otherwise.
+    metrics, usage, and cost.
+
+    Cost (:func:`run_cost`): per role (``cost_agent``, ``cost_judge``,
+    ``cost_fluency``) and ``cost_total`` from ``summary.json``'s ``cost``,
+    a role it left null priced again from its ``usage`` where ``prices``
+    (``{model: Price}`` or the ``[prices]`` table of ``cirrus.toml`` as a
+    dict) knows the role's model (``run.json``'s fingerprint).  Runs written
+    before ``usage`` existed: the agent's tokens of the ok attempts at the
+    price of ``summary.json``'s ``model`` (else the agent role's ``model``
+    in ``run.json``), the judge and fluency costs null.  ``price_*``: the
+    agent's price where ``prices`` has it.
 
     ``k``: K of pass@K (default: each run's own).
     """
@@ -417,19 +546,45 @@ def leaderboard(runs: Sequence[Run], k: int | None = None,
         frame = _task_groups(run, OVERALL, k or run.k)
         price = _price(run, parsed)
         row = frame.row(0, named=True)
-        cost = price.cost(row["total_input_tokens"], row["total_output_tokens"]) if price else None
+        cost = cost_of(run, parsed, row)
+        total = cost.total
+        successes = _successes(run)
         rows.append(frame.drop("dimension", "segment", "segment_order").with_columns(
             pl.lit(run.summary.get("judge"), dtype=pl.Utf8).alias("judge"),
             pl.lit(run.summary.get("fluency"), dtype=pl.Utf8).alias("fluency_checker"),
             pl.lit(run.dataset, dtype=pl.Utf8).alias("dataset"),
             pl.lit(price.input_per_mtok if price else None, dtype=pl.Float64).alias("price_input_per_mtok"),
             pl.lit(price.output_per_mtok if price else None, dtype=pl.Float64).alias("price_output_per_mtok"),
-            pl.lit(price.currency if price else None, dtype=pl.Utf8).alias("currency"),
-            pl.lit(cost, dtype=pl.Float64).alias("cost_total"),
-            pl.lit(cost / row["n_ok"] if cost is not None and row["n_ok"] else None,
+            pl.lit(cost.currency, dtype=pl.Utf8).alias("currency"),
+            pl.lit(total, dtype=pl.Float64).alias("cost_total"),
+            pl.lit(total / row["n_ok"] if total is not None and row["n_ok"] else None,
                    dtype=pl.Float64).alias("cost_per_attempt"),
+            *(pl.lit(cost.roles.get(role), dtype=pl.Float64).alias(f"cost_{role}") for role in COST_ROLES),
+            pl.lit(total / successes if total is not None and successes else None,
+                   dtype=pl.Float64).alias("cost_per_success"),
         ))
     return conform(pl.concat(rows, how="diagonal_relaxed"), "leaderboard")
+
+
+def cost_of(run: Run, prices: Mapping[str, Price], row: Mapping[str, Any] | None = None) -> RunCost:
+    """:func:`run_cost` of a loaded run (``row``: its overall leaderboard
+    group, for the agent's tokens of a run without ``usage``); reads the
+    run's ``attempts.jsonl`` only for a judge panel of different models
+    that needs pricing here."""
+    from cirrus.report.loading import attempt_usage, run_models
+
+    if row is None:
+        row = _task_groups(run, OVERALL, run.k).row(0, named=True)
+    models = run_models(run.config)
+    if "agent" not in models and not run.model.startswith("baseline:"):
+        models["agent"] = run.model
+    agent_tokens = (int(row["total_input_tokens"] or 0), int(row["total_output_tokens"] or 0))
+    cost = run_cost(run.summary, models, prices, agent_price=_price(run, prices), agent_tokens=agent_tokens)
+    if cost.problem is None and any(role == "judge" for role, _ in cost.unpriced) and "judge" not in models \
+            and any(role_of(client) == "judge" for client in models) and prices:
+        cost = run_cost(run.summary, models, prices, agent_price=_price(run, prices), agent_tokens=agent_tokens,
+                        client_usage=attempt_usage(run))
+    return cost
 
 
 def summary_mismatches(run: Run, row: Mapping[str, Any], tolerance: float = 1e-9) -> list[str]:

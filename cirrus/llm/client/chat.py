@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openai import APIConnectionError, APIStatusError, AsyncOpenAI, AuthenticationError, PermissionDeniedError
 from openai.types.chat import ChatCompletion
@@ -42,6 +42,9 @@ from cirrus.llm.client.roles import RoleConfig
 from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
 from cirrus.usage import call_usage
 from cirrus.usage import record as record_usage
+
+if TYPE_CHECKING:
+    from cirrus.llm.batching import BatchCollector
 
 T = TypeVar("T")
 
@@ -83,6 +86,9 @@ class ChatClient:
         self.cache_hits = 0
         self.structured: bool | None = None
         self._probe: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        # batch mode (cirrus.llm.batching): requests are answered from batch
+        # results, or wait for a batch, instead of being sent
+        self.batch: BatchCollector | None = None
 
     @property
     def model(self) -> str:
@@ -255,7 +261,10 @@ class ChatClient:
     async def _send(self, payload: bytes, *, refusal: Callable[[BaseException], bool] | None = None) -> ChatResult:
         """Send ``payload`` with retries.  ``refusal`` (requests carrying
         ``response_format``) picks the errors that refuse that field: they
-        are not retried and raise :class:`_StructuredRefused`."""
+        are not retried and raise :class:`_StructuredRefused`.  In batch mode
+        nothing is sent: the collector answers (or defers) the request."""
+        if self.batch is not None:
+            return self.batch.answer(self, payload)
         started = time.perf_counter()
         attempts = 0
         crowded = 0  # tries refused only because the endpoint was crowded (not charged, up to MAX_CROWDED_TRIES)
@@ -340,6 +349,8 @@ class ChatClient:
     def _cache_put(self, key: str, result: ChatResult) -> None:
         """Store an answer; a cache that cannot be written (a full disk) costs
         a question asked again later, never the answer in hand."""
+        if self.batch is not None and self.batch.dry:
+            return  # a dry pass of batch mode: the writing pass must see the answer as a batch call
         try:
             self.cache.put(key, result.to_cache())  # type: ignore[union-attr]
         except (sqlite3.Error, OSError) as exc:

@@ -3,6 +3,8 @@ per endpoint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from openai import AsyncOpenAI
 
 import cirrus.llm
@@ -11,6 +13,9 @@ from cirrus.llm.client.chat import ChatClient, _package_make_openai_client
 from cirrus.llm.client.limits import AdaptiveLimiter, RateLimiter
 from cirrus.llm.client.roles import RoleConfig
 from cirrus.llm.providers import Endpoint, shown_url
+
+if TYPE_CHECKING:
+    from cirrus.llm.batching import BatchCollector
 
 
 class ClientPool:
@@ -37,6 +42,8 @@ class ClientPool:
         self.adaptive = adaptive
         self._openai: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
         self._limiters: dict[Endpoint, RateLimiter] = {}
+        self._clients: list[ChatClient] = []
+        self.batch: BatchCollector | None = None  # batch mode for every client (use_batch)
         cirrus.llm.track_pool(self)
 
     def client(self, role: RoleConfig) -> ChatClient:
@@ -53,7 +60,17 @@ class ClientPool:
             else:
                 limiter = RateLimiter(role.rpm, role.concurrency)
             self._limiters[endpoint] = limiter
-        return ChatClient(role, cache=self.cache, limiter=limiter, openai_client=openai_client)
+        chat = ChatClient(role, cache=self.cache, limiter=limiter, openai_client=openai_client)
+        chat.batch = self.batch
+        self._clients.append(chat)
+        return chat
+
+    def use_batch(self, collector: BatchCollector | None) -> None:
+        """Put every client of this pool, made or to be made, in batch mode
+        with ``collector`` (``None``: back to online calls)."""
+        self.batch = collector
+        for chat in self._clients:
+            chat.batch = collector
 
     def _adaptive(self) -> list[AdaptiveLimiter]:
         return [limiter for limiter in self._limiters.values() if isinstance(limiter, AdaptiveLimiter)]
