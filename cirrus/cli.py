@@ -63,6 +63,7 @@ def ingest(
         "select (only critical turns: intent, tool calls, solutions, state checks; greetings, holds, thanks and "
         "repeats stay as context and are never judged). select uses --annotator-model when given, else "
         "offline rules. See docs/checkpoints.md."))] = "all",
+    batch: Annotated[bool, typer.Option("--batch", help="Send the annotator's calls (--annotator-model) through the provider's Batch API at its batch price: a first pass collects them, one batch answers them (up to the provider's 24 h window), then the workspace is written; interrupted, run the same command again. De-identification runs twice. See docs/batch.md.")] = False,
     status: Annotated[list[str], typer.Option("--status", help="Ticket statuses that become tasks (repeatable).")] = ["resolved"],
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Workers: processes, or Ray actors (default: all cores of the machine or cluster).")] = 0,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (Ray Data; pip install 'cirrus\\[ray]').")] = "local",
@@ -91,6 +92,8 @@ def ingest(
             _fail(f"unknown --checkpoints {checkpoints!r}; choose all or select")
         if ray_address and executor != "ray":
             _fail("--ray-address needs --executor ray")
+        if batch and not annotator_model:
+            _fail("--batch sends the annotator's calls as a batch: give the model with --annotator-model")
         try:  # before the pipeline, the key or the models: nothing to read is a usage error
             check_input(raw_path)
         except NoTicketFiles as exc:
@@ -100,17 +103,30 @@ def ingest(
         try:
             config = load_pipeline(pipeline)
             endpoint = None
+            prices: dict = {}
             if annotator_model:
+                from cirrus.pricing import PriceError, load_prices
+
                 endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env)
                 endpoint.api_key()  # fail now, naming the variable, not in a worker
+                try:  # the annotator's cost in the manifest (docs/cost.md)
+                    prices = load_prices(workspace)
+                except PriceError as exc:
+                    _fail(str(exc))
             options = IngestOptions(
                 raw_path=raw_path, workspace=workspace, pipeline=config, fmt=fmt, kb_dir=kb,
                 tool_schemas=tool_schemas, annotator=AnnotatorSpec(endpoint, checkpoints),  # type: ignore[arg-type]
                 statuses=tuple(status),
                 jobs=jobs or (0 if executor == "ray" else os.cpu_count() or 1), progress=not quiet,
-                executor=executor, ray_address=ray_address,
+                executor=executor, ray_address=ray_address, prices=prices,
             )
-            summary = run_ingest(options)
+            if batch:
+                from cirrus.ingest.batched import run_ingest_batched
+
+                summary = run_ingest_batched(options, notify=lambda line: console.print(line, markup=False,
+                                                                                        highlight=False))
+            else:
+                summary = run_ingest(options)
         except ModelAuthError as exc:
             _fail(f"{exc}\ningest stopped before it finished; run it again once the key is fixed "
                   "(until then eval refuses this workspace)", code=1)
@@ -122,6 +138,15 @@ def ingest(
         except OSError as exc:  # a full disk, a read-only workspace: the previous workspace files are intact
             _fail(f"could not write the workspace {workspace}: {exc.strerror or exc}", code=1)
             return
+        except Exception as exc:  # the Batch API's own errors (cirrus.llm.batch)
+            from cirrus.llm.batch import BatchError, BatchUnsupported
+
+            if isinstance(exc, BatchUnsupported):
+                _fail(str(exc))
+            if isinstance(exc, BatchError):
+                _fail(f"{exc}\nthe batch state is kept under {workspace / '.cirrus-cache/batches'}: run the same "
+                      "command again to resume, or delete that folder to start over", code=1)
+            raise
     except KeyboardInterrupt:
         # Ctrl-C: the workers ignore SIGINT and run_ingest has already shut
         # the pool down; tickets/.ingest-in-progress stays until a re-run

@@ -102,6 +102,22 @@ def _ordered(names: Iterable[str]) -> list[str]:
     return sorted(names, key=key)
 
 
+def completion_usage(usage: Any) -> Usage:
+    """The :class:`Usage` of one call from a chat completion's ``usage``
+    object (the OpenAI SDK's, or a dict), read defensively: a field the
+    provider left out counts 0."""
+    def field_of(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return call_usage(count(field_of(usage, "prompt_tokens")), count(field_of(usage, "completion_tokens")),
+                      cached_input_tokens=count(field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens")),
+                      reasoning_tokens=count(field_of(field_of(usage, "completion_tokens_details"),
+                                                      "reasoning_tokens")))
+
+
 @dataclass(slots=True)
 class UsageLedger:
     """Usage by model client: a role's name (``agent``, ``judge``, ...), or a

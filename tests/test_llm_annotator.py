@@ -111,6 +111,9 @@ def test_ingest_with_llm_annotator_writes_its_labels(tmp_path, rules, pipeline_c
     assert [c["reply_type"] for c in task["checkpoints"]] == ["Clarify", "Solution"]
     assert summary.manifest["annotator"].startswith("llm:annot@http://127.0.0.1")
     assert summary.manifest["reply_types"] == {"Clarify": 1, "Solution": 1}
+    # the annotator's one call, as the server reported it (10 input, 5 output tokens): the manifest's usage
+    annotator_usage = summary.manifest["usage"]["annotator"]
+    assert (annotator_usage["calls"], annotator_usage["input_tokens"], annotator_usage["output_tokens"]) == (1, 10, 5)
     written = "".join(p.read_text() for p in (tmp_path / "ws").rglob("*") if p.is_file())
     assert "sk-test-not-a-real-key" not in written
 

@@ -10,6 +10,7 @@ own Presidio/spaCy engine), keeps their order, and writes the workspace.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -18,10 +19,12 @@ import signal
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cirrus.config import PipelineConfig
 from cirrus.ingest.annotate.base import Annotator
+from cirrus.ingest.annotate.requests import collecting_requests
 from cirrus.ingest.annotate.rules import RuleAnnotator
 from cirrus.ingest.annotate.select import AllSelector, CheckpointMode, CheckpointSelector, RuleSelector
 from cirrus.ingest.canonical import canonicalize
@@ -34,6 +37,7 @@ from cirrus.ingest.tasks import Dialogue, build_task
 from cirrus.ingest.tool_schemas import infer_tool_schemas, merge_schemas
 from cirrus.llm.providers import Endpoint, EndpointError, shown_url
 from cirrus.schema import KnowledgeDoc, Quarantined, SourceRef, Ticket
+from cirrus.usage import UsageLedger, recording
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -56,6 +60,10 @@ class AnnotatorSpec:
 
     endpoint: Endpoint | None = None
     checkpoints: CheckpointMode = "all"
+    # ingest --batch (docs/batch.md): the first pass collects the model's requests (``collect``), the second
+    # reads the Batch API's answers (``answers_path``, a JSONL of custom_id + response) instead of calling
+    collect: bool = False
+    answers_path: Path | None = None
 
     @property
     def label(self) -> str:
@@ -77,6 +85,8 @@ class Processed:
     knowledge_source: str
     llm_fallback: bool = False
     candidates: int = 0  # agent turns that could have been checkpoints
+    usage: dict[str, Any] | None = None  # the annotator's model calls for this ticket (cirrus.usage)
+    requests: list[tuple[str, dict[str, Any]]] | None = None  # collected for a batch (AnnotatorSpec.collect)
 
 
 @dataclass(slots=True)
@@ -118,7 +128,8 @@ class TicketProcessor:
             if self._annotator_spec.endpoint is not None:
                 from cirrus.ingest.annotate.llm import LLMAnnotator
 
-                annotator = LLMAnnotator(self._annotator_spec.endpoint, fallback=rules)
+                annotator = LLMAnnotator(self._annotator_spec.endpoint, fallback=rules,
+                                         answers_path=self._annotator_spec.answers_path)
             self._annotators[language] = annotator
         return self._annotators[language]
 
@@ -139,7 +150,7 @@ class TicketProcessor:
                 if spec.endpoint is not None:
                     from cirrus.ingest.annotate.select_llm import LLMSelector
 
-                    selector = LLMSelector(spec.endpoint, fallback=rules)
+                    selector = LLMSelector(spec.endpoint, fallback=rules, answers_path=spec.answers_path)
             self._selectors[language] = selector
         return self._selectors[language]
 
@@ -157,20 +168,25 @@ class TicketProcessor:
         fallbacks_before = getattr(selector, "fallbacks", 0)
         knowledge = select_knowledge(clean.knowledge, dialogue.customer_text(), self.kb, self.config.knowledge.max_docs,
                                      self.segment_han)
-        task = build_task(
-            task_id=clean.ticket_id,  # its pseudonym when the id holds personal data
-            category=clean.category,
-            channel=clean.channel,
-            language=language,
-            dialogue=dialogue,
-            knowledge=knowledge,
-            tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
-            cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
-            selector=selector,
-        )
+        ledger = UsageLedger()  # what the LLM annotator or selector spends on this ticket
+        requests: list[tuple[str, dict[str, Any]]] = []
+        with recording(ledger), (collecting_requests(requests) if self._annotator_spec.collect
+                                 else contextlib.nullcontext()):
+            task = build_task(
+                task_id=clean.ticket_id,  # its pseudonym when the id holds personal data
+                category=clean.category,
+                channel=clean.channel,
+                language=language,
+                dialogue=dialogue,
+                knowledge=knowledge,
+                tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
+                cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
+                selector=selector,
+            )
         source = "ticket" if clean.knowledge else ("kb" if knowledge else "none")
         return Processed(task.model_dump(mode="json"), cassette, pii, source,
-                         getattr(selector, "fallbacks", 0) > fallbacks_before, len(dialogue.pairs))
+                         getattr(selector, "fallbacks", 0) > fallbacks_before, len(dialogue.pairs),
+                         ledger.to_dict() or None, requests or None)
 
 
 # --- executors ---------------------------------------------------------------

@@ -34,6 +34,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from cirrus.pricing import run_cost
+from cirrus.usage import UsageLedger
 from cirrus import __version__
 from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer, remove_stale_temps
@@ -73,11 +75,15 @@ class IngestOptions:
     progress: bool = True
     executor: str = "local"
     ray_address: str | None = None
+    # the [prices] of cirrus.toml: the manifest's cost of the annotator's calls (cirrus.pricing)
+    prices: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class IngestSummary:
     manifest: dict[str, Any]
+    # the first pass of ingest --batch: every annotator request, by custom_id (AnnotatorSpec.collect)
+    requests: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -126,6 +132,8 @@ class _Tally:
         self.tokens: list[int] = []
         self.llm_fallbacks = 0
         self.candidates = 0
+        self.usage = UsageLedger()  # the LLM annotator's or selector's calls (role "annotator")
+        self.requests: dict[str, dict[str, Any]] = {}  # collected for a batch (AnnotatorSpec.collect)
 
     def add_task(self, result: Processed) -> None:
         task = result.task
@@ -138,6 +146,9 @@ class _Tally:
         self.tokens.append(task["stats"]["input_tokens"])
         self.llm_fallbacks += result.llm_fallback
         self.candidates += result.candidates
+        if result.usage:
+            self.usage.merge(UsageLedger.from_dict(result.usage))
+        self.requests.update(result.requests or ())
 
 
 def selection_entry(options: IngestOptions, kept: int, total: int, fallbacks: int) -> dict[str, Any]:
@@ -197,6 +208,10 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
         "quarantined": tally.quarantined,
         "skipped": tally.skipped,
     }
+    if tally.usage.clients:  # only when a model was called: offline manifests stay as they were
+        manifest["usage"] = tally.usage.roles_dict()
+        endpoint = options.annotator.endpoint
+        manifest["cost"] = run_cost(tally.usage, {"annotator": endpoint.model} if endpoint else {}, options.prices)
     if options.annotator.checkpoints != "all":  # absent for "all": such manifests stay as they were
         manifest["checkpoint_selection"] = selection_entry(options, tally.checkpoints, tally.candidates,
                                                            tally.llm_fallbacks)
@@ -362,4 +377,4 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
         json.dump(manifest, out, indent=2, ensure_ascii=False)
         out.write("\n")
     in_progress.unlink()
-    return IngestSummary(manifest)
+    return IngestSummary(manifest, tally.requests)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import get_args
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, get_args
 
 from openai import (
     APIConnectionError,
@@ -29,9 +31,11 @@ from pydantic import BaseModel, ValidationError, field_validator
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from cirrus.ingest.annotate.base import ReplyToLabel
+from cirrus.ingest.annotate.requests import collected_requests, request_id
 from cirrus.ingest.annotate.rules import RuleAnnotator
 from cirrus.llm.providers import Endpoint
 from cirrus.schema import ReplyType
+from cirrus.usage import call_usage, completion_usage, record
 
 SYSTEM_PROMPT = """You label the replies of a cloud-service support agent for a benchmark.
 For every numbered agent reply, choose exactly one type:
@@ -86,41 +90,94 @@ def render_prompt(items: list[ReplyToLabel]) -> str:
     return "\n\n".join(blocks)
 
 
+T = TypeVar("T")
+
+class _NotAsked(Exception):
+    """The request was collected for a batch, or the batch has no answer for it."""
+
+
+class JsonAsker:
+    """One system prompt, one ticket's user message, one JSON answer read by
+    ``parse``: the call, its retries and its failure modes, shared by the
+    LLM annotator and the LLM checkpoint selector.  :meth:`ask` returns the
+    parsed answer, or ``None`` when the ticket should fall back to the rules
+    (answers that stay malformed, a transient error after the client's own
+    retries, a request the endpoint refuses for its content); a refused key
+    raises :class:`~cirrus.llm.providers.ModelAuthError`.  Every call's usage
+    goes to the current ledger as the ``annotator`` role."""
+
+    def __init__(self, endpoint: Endpoint, malformed: type[Exception], temperature: float = 0.0,
+                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None) -> None:
+        self.endpoint = endpoint
+        self.malformed = malformed
+        self.temperature = temperature
+        self.max_attempts = max_attempts
+        self.answers_path = answers_path  # the second pass of ingest --batch: answers instead of calls
+        self._answers: dict[str, dict[str, Any]] | None = None
+        # transient HTTP errors are retried by the client itself (with backoff)
+        self._client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=4)
+
+    def _batch_answer(self, key: str) -> dict[str, Any] | None:
+        if self._answers is None:
+            self._answers = {}
+            for line in self.answers_path.read_text(encoding="utf-8").splitlines():  # type: ignore[union-attr]
+                if line.strip():
+                    item = json.loads(line)
+                    self._answers[item["custom_id"]] = item["response"]
+        return self._answers.get(key)
+
+    def _once(self, system: str, user: str, parse: Callable[[str], T]) -> T:
+        body = {"model": self.endpoint.model, "temperature": self.temperature,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+        bucket = collected_requests()
+        if bucket is not None:
+            bucket.append((request_id(body), body))
+            raise _NotAsked
+        if self.answers_path is not None:
+            response = self._batch_answer(request_id(body))
+            if response is None:  # the batch failed this request, or a retry the batch never saw
+                raise _NotAsked
+            usage = completion_usage(response.get("usage"))
+            record("annotator", call_usage(usage.input_tokens, usage.output_tokens, batch=True,
+                                           cached_input_tokens=usage.cached_input_tokens,
+                                           reasoning_tokens=usage.reasoning_tokens))
+            choices = response.get("choices") or [{}]
+            return parse(((choices[0] or {}).get("message") or {}).get("content") or "")
+        response = self._client.chat.completions.create(**body)
+        record("annotator", completion_usage(getattr(response, "usage", None)))  # the manifest's usage
+        content = response.choices[0].message.content if response.choices else None
+        return parse(content or "")
+
+    def ask(self, system: str, user: str, parse: Callable[[str], T]) -> T | None:
+        once = retry(
+            retry=retry_if_exception_type(self.malformed),
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait_exponential_jitter(multiplier=0.2, max=2, jitter=0.2),
+            reraise=True,
+        )(self._once)
+        try:
+            return once(system, user, parse)
+        except (AuthenticationError, PermissionDeniedError) as exc:
+            raise self.endpoint.key_refused(exc.status_code, "annotator", "--annotator-api-key-env") from None
+        except (self.malformed, _NotAsked, *_TRANSIENT, *_REFUSED_REQUEST):
+            return None
+
+
 class LLMAnnotator:
     name = "llm"
 
     def __init__(self, endpoint: Endpoint, fallback: RuleAnnotator, temperature: float = 0.0,
-                 max_attempts: int = 3, timeout: float = 60.0) -> None:
+                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None) -> None:
         self.endpoint = endpoint
         self.fallback = fallback
-        self.temperature = temperature
-        self.max_attempts = max_attempts
         self.fallbacks = 0
-        # transient HTTP errors are retried by the client itself (with backoff)
-        self._client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=4)
-
-    def _ask(self, items: list[ReplyToLabel]) -> list[ReplyType]:
-        response = self._client.chat.completions.create(
-            model=self.endpoint.model,
-            temperature=self.temperature,
-            messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": render_prompt(items)}],
-        )
-        content = response.choices[0].message.content if response.choices else None
-        return parse_labels(content or "", len(items))
+        self._asker = JsonAsker(endpoint, MalformedLabels, temperature, max_attempts, timeout, answers_path)
 
     def label(self, items: list[ReplyToLabel]) -> list[ReplyType]:
         if not items:
             return []
-        ask = retry(
-            retry=retry_if_exception_type(MalformedLabels),
-            stop=stop_after_attempt(self.max_attempts),
-            wait=wait_exponential_jitter(multiplier=0.2, max=2, jitter=0.2),
-            reraise=True,
-        )(self._ask)
-        try:
-            return ask(items)
-        except (AuthenticationError, PermissionDeniedError) as exc:
-            raise self.endpoint.key_refused(exc.status_code, "annotator", "--annotator-api-key-env") from None
-        except (MalformedLabels, *_TRANSIENT, *_REFUSED_REQUEST):
+        labels = self._asker.ask(SYSTEM_PROMPT, render_prompt(items), lambda raw: parse_labels(raw, len(items)))
+        if labels is None:
             self.fallbacks += 1
             return self.fallback.label(items)
+        return labels

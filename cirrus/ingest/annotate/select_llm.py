@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import get_args
 
-from openai import AuthenticationError, OpenAI, PermissionDeniedError
 from pydantic import BaseModel, Field, ValidationError, field_validator
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from cirrus.ingest.annotate.base import ReplyToLabel
-from cirrus.ingest.annotate.llm import _REFUSED_REQUEST, _TRANSIENT
+from cirrus.ingest.annotate.llm import JsonAsker
 from cirrus.ingest.annotate.select import RuleSelector, Selection
 from cirrus.llm.providers import Endpoint
 from cirrus.schema import ReplyType
@@ -104,38 +103,18 @@ class LLMSelector:
     the rule selector handled instead."""
 
     def __init__(self, endpoint: Endpoint, fallback: RuleSelector, temperature: float = 0.0,
-                 max_attempts: int = 3, timeout: float = 60.0) -> None:
+                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None) -> None:
         self.endpoint = endpoint
         self.fallback = fallback
-        self.temperature = temperature
-        self.max_attempts = max_attempts
         self.fallbacks = 0
         self.name = f"llm:{endpoint.model}"
-        self._client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=4)
-
-    def _ask(self, items: list[ReplyToLabel]) -> dict[int, ReplyType]:
-        response = self._client.chat.completions.create(
-            model=self.endpoint.model,
-            temperature=self.temperature,
-            messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": render_turns(items)}],
-        )
-        content = response.choices[0].message.content if response.choices else None
-        return parse_selection(content or "", len(items))
+        self._asker = JsonAsker(endpoint, MalformedSelection, temperature, max_attempts, timeout, answers_path)
 
     def select(self, items: list[ReplyToLabel]) -> Selection:
         if not items:
             return Selection((), ())
-        ask = retry(
-            retry=retry_if_exception_type(MalformedSelection),
-            stop=stop_after_attempt(self.max_attempts),
-            wait=wait_exponential_jitter(multiplier=0.2, max=2, jitter=0.2),
-            reraise=True,
-        )(self._ask)
-        try:
-            picked = ask(items)
-        except (AuthenticationError, PermissionDeniedError) as exc:
-            raise self.endpoint.key_refused(exc.status_code, "annotator", "--annotator-api-key-env") from None
-        except (MalformedSelection, *_TRANSIENT, *_REFUSED_REQUEST):
+        picked = self._asker.ask(SYSTEM_PROMPT, render_turns(items), lambda raw: parse_selection(raw, len(items)))
+        if picked is None:
             self.fallbacks += 1
             return self.fallback.select(items)
         rule_labels = self.fallback.annotator.label(items) if len(picked) < len(items) else []
