@@ -94,6 +94,13 @@ def ingest(
             _fail("--ray-address needs --executor ray")
         if batch and not annotator_model:
             _fail("--batch sends the annotator's calls as a batch: give the model with --annotator-model")
+        if batch:
+            from cirrus.llm.batching import poll_interval
+
+            try:
+                poll_interval()  # a malformed CIRRUS_BATCH_POLL_S is a usage error, before any work
+            except ValueError as exc:
+                _fail(str(exc))
         try:  # before the pipeline, the key or the models: nothing to read is a usage error
             check_input(raw_path)
         except NoTicketFiles as exc:

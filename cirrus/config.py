@@ -14,11 +14,25 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 DEFAULT_PIPELINE = "default"
+
+
+def _compiled(patterns: list[str]) -> list[str]:
+    """``patterns`` when every one is a valid regular expression; else the
+    first one that is not, with why (a pipeline-file error)."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+    return patterns
+
+
+Patterns = Annotated[list[str], AfterValidator(_compiled)]  # regular expressions, checked when the file is read
 
 
 class _Strict(BaseModel):
@@ -30,20 +44,10 @@ class PatternRecognizerConfig(_Strict):
 
     name: str
     entity: str
-    patterns: list[str]
+    patterns: Patterns
     score: float = Field(0.85, ge=0, le=1)
     context: list[str] = Field(default_factory=list)
     case_sensitive: bool = True
-
-    @field_validator("patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
-        return patterns
 
 
 class ReplacementConfig(_Strict):
@@ -113,20 +117,10 @@ class SelectConfig(_Strict):
     reply at least ``duplicate_similarity`` alike to the agent's previous one
     is a repeat."""
 
-    filler_patterns: list[str] = Field(default_factory=list)
-    verify_patterns: list[str] = Field(default_factory=list)
+    filler_patterns: Patterns = Field(default_factory=list)
+    verify_patterns: Patterns = Field(default_factory=list)
     min_info_words: int = Field(5, ge=0)
     duplicate_similarity: float = Field(0.9, gt=0, le=1)
-
-    @field_validator("filler_patterns", "verify_patterns")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
-        return patterns
 
 
 class LanguageDeidConfig(_Strict):

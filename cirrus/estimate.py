@@ -59,11 +59,11 @@ ReferenceTurn = Callable[[Mapping[str, Any], int], Messages]
 class LineCounter:
     """A token counter that counts each distinct line once: a judge question
     repeats the history lines of the questions before it, so an estimate
-    counts each line of the workspace a few times instead of re-tokenizing
-    whole prompts (measured: 3.6 s -> well under a second on the 84
-    tau-bench tasks).  A text's count is the sum of its lines' counts plus
-    one per line break; it can differ from counting the text whole by the
-    few tokens a tokenizer merges across line breaks."""
+    tokenizes each distinct line once instead of re-tokenizing whole prompts
+    (measured on the 84 tau-bench tasks: 1.0 s -> 0.4 s for the estimate).
+    A text's count is the sum of its lines' counts plus one per line break;
+    it comes out a few percent above counting texts whole (4% for the judge
+    there), since a tokenizer merges some characters across line breaks."""
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self._count = count

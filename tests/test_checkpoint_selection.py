@@ -517,3 +517,17 @@ def test_show_prints_the_context_before_a_checkpoint(tmp_path):
     assert shown.exit_code == 0, shown.output
     assert "context: customer" in shown.output and "one moment, checking" in shown.output
     assert shown.output.index("Sure, take your time.") < shown.output.index("customer question 2")
+
+
+def test_a_pattern_that_is_no_regex_is_refused_naming_it():
+    """The pipeline file's regular expressions (recognizers, selector rules)
+    are checked when it is read, with the bad pattern and the reason."""
+    from pydantic import ValidationError
+
+    from cirrus.config import PatternRecognizerConfig, SelectConfig
+
+    with pytest.raises(ValidationError, match=r"invalid regex '\(abc'"):
+        PatternRecognizerConfig(name="x", entity="ID", patterns=["ok", "(abc"])
+    with pytest.raises(ValidationError, match=r"(?s)verify_patterns.*invalid regex '\['"):
+        SelectConfig(verify_patterns=["["])
+    assert SelectConfig(filler_patterns=[r"^thanks\b"]).filler_patterns == [r"^thanks\b"]

@@ -575,7 +575,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes_of_rows([r for r in rows if r["status"] == "ok"], members))}
            if (members := getattr(judge, "member_names", None)) else {}),
-        **usage_and_cost([{"usage": row.get("usage")} for row in rows], costed),
+        **usage_and_cost((row.get("usage") for row in rows), costed),
         **({"batch": {"rounds": rounds, "requests": batch.sent}} if batch is not None else {}),
     })
     store.finalize(summary)

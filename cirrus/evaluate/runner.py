@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,16 +131,16 @@ def budget(settings: EvalSettings) -> Budget | None:
     return Budget(settings.max_cost, settings.client_models, settings.prices)
 
 
-def usage_and_cost(rows: list[dict[str, Any]], settings: EvalSettings) -> dict[str, Any]:
+def usage_and_cost(usages: Iterable[Mapping[str, Any] | None], settings: EvalSettings) -> dict[str, Any]:
     """``summary.json``'s ``usage`` (per role: calls, tokens, Cirrus cache
-    hits; summed over the attempt rows' ``usage``) and ``cost`` (per role,
+    hits; summed over ``usages``, the attempt rows' ``usage``) and ``cost`` (per role,
     ``total`` and ``currency``, from the ``[prices]`` of cirrus.toml; null
     where a role's model has no price), and ``prompt_cache_share``: per role
     with input tokens, the share of them the provider's prompt cache served
     (0 where the provider reports none)."""
     from cirrus.pricing import run_cost
 
-    ledger = UsageLedger.total_of(row.get("usage") for row in rows)
+    ledger = UsageLedger.total_of(usages)
     roles = ledger.by_role()
     return {"usage": ledger.roles_dict(), "cost": run_cost(ledger, settings.client_models, settings.prices),
             "prompt_cache_share": {role: round(usage.cached_input_tokens / usage.input_tokens, 4)
@@ -209,7 +209,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     for row in store.latest_rows():
         if (row["task_id"], row["attempt"]) in keys:
             rows.append({**{f: row[f] for f in SUMMARY_FIELDS}, **{f: row.get(f) for f in OPTIONAL_SUMMARY_FIELDS}})
-            usages.append({"usage": row.get("usage")})
+            usages.append(row.get("usage"))
             if row["status"] == "error":
                 reasons[str(row.get("error") or "unknown error")] += 1
             elif members:

@@ -483,7 +483,7 @@ async def run_subtask_eval(settings: EvalSettings, agent: Agent, judge: Coverage
                                if getattr(part, "offline", False)],
         "wall_s_this_session": round(outcome.elapsed_s, 2),
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
-        **usage_and_cost(rows, settings),
+        **usage_and_cost((row.get("usage") for row in rows), settings),
         **({"budget_stop": outcome.budget_stop} if outcome.budget_stop else {}),
     }
     finalize_subtask_run(directory=schedule.directory, summary=summary)

@@ -327,26 +327,39 @@ def _scatter_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], 
     left_out = [r for r in runs if r not in drawable]
     if not drawable:
         return None, left_out
+    svg = _sr_against(rows, runs, drawable, colors, cis, "amtl", "chart-quality-latency",
+                      xlabel="AMTL: mean output tokens of accepted turns (lower = faster)", x_intervals=True,
+                      min_span=1.0, floor_share=0.0)
+    return svg, left_out
+
+
+def _sr_against(rows: Mapping[str, Mapping[str, Any]], runs: Sequence[str], drawable: Sequence[str],
+                colors: Sequence[Any], cis: Mapping[tuple[str, str, str, str], tuple[float, float]], x_metric: str,
+                name: str, *, xlabel: str, x_intervals: bool, min_span: float, floor_share: float) -> str:
+    """SR pass@1 (y) against ``x_metric`` (x) of the ``drawable`` runs, one
+    labelled point each with its intervals (on x too with ``x_intervals``);
+    the x axis starts at ``-floor_share`` of the data's span (0: at zero)."""
     fig = _figure(6.5, 3.6)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
-    for run in runs:
-        if run not in drawable:
-            continue
+    for run in drawable:
         color = colors[runs.index(run)]
-        x, y = _num(rows[run]["amtl"]), _num(rows[run]["sr_pass1"])
-        xlo, xhi = cis.get((run, "overall", "all", "amtl"), (x, x))
+        x, y = _num(rows[run][x_metric]), _num(rows[run]["sr_pass1"])
         ylo, yhi = cis.get((run, "overall", "all", "sr_pass1"), (y, y))
-        ax.errorbar([x], [y], xerr=[[max(x - xlo, 0)], [max(xhi - x, 0)]], yerr=[[max(y - ylo, 0)], [max(yhi - y, 0)]],
-                    fmt="o", color=color, ecolor=color, elinewidth=1, capsize=3, markersize=7, label=run)
+        xerr = None
+        if x_intervals:
+            xlo, xhi = cis.get((run, "overall", "all", x_metric), (x, x))
+            xerr = [[max(x - xlo, 0)], [max(xhi - x, 0)]]
+        ax.errorbar([x], [y], xerr=xerr, yerr=[[max(y - ylo, 0)], [max(yhi - y, 0)]], fmt="o", color=color,
+                    ecolor=color, elinewidth=1, capsize=3, markersize=7, label=run)
         ax.annotate(run, (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
-    ax.set_xlabel("AMTL: mean output tokens of accepted turns (lower = faster)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("SR pass@1")
     ax.set_ylim(-0.05, 1.05)
-    xs = [_num(rows[r]["amtl"]) for r in drawable]
-    span = max(max(xs) - min(xs), max(xs) * 0.2, 1.0)
-    ax.set_xlim(max(min(xs) - span * 0.6, 0), max(xs) + span * 0.6)
-    return _svg(fig, "chart-quality-latency"), left_out
+    xs = [_num(rows[r][x_metric]) for r in drawable]
+    span = max(max(xs) - min(xs), max(xs) * 0.2, min_span)
+    ax.set_xlim(max(min(xs) - span * 0.6, -span * floor_share), max(xs) + span * 0.6)
+    return _svg(fig, name)
 
 
 def _money(value: Any) -> str:
@@ -402,23 +415,10 @@ def _cost_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tup
     left_out = [r for r in runs if r not in drawable]
     if not drawable:
         return None, left_out
-    fig = _figure(6.5, 3.6)
-    ax = fig.add_subplot()
-    ax.grid(True, axis="both")
-    for run in drawable:
-        color = colors[runs.index(run)]
-        x, y = _num(rows[run]["cost_total"]), _num(rows[run]["sr_pass1"])
-        ylo, yhi = cis.get((run, "overall", "all", "sr_pass1"), (y, y))
-        ax.errorbar([x], [y], yerr=[[max(y - ylo, 0)], [max(yhi - y, 0)]], fmt="o", color=color, ecolor=color,
-                    elinewidth=1, capsize=3, markersize=7, label=run)
-        ax.annotate(run, (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
-    ax.set_xlabel(f"cost of the run ({currency or 'no currency: nothing priced'}; every role)")
-    ax.set_ylabel("SR pass@1")
-    ax.set_ylim(-0.05, 1.05)
-    xs = [_num(rows[r]["cost_total"]) for r in drawable]
-    span = max(max(xs) - min(xs), max(xs) * 0.2, 1e-6)
-    ax.set_xlim(max(min(xs) - span * 0.6, -span * 0.05), max(xs) + span * 0.6)  # a free run stays visible at 0
-    return _svg(fig, "chart-cost-quality"), left_out
+    svg = _sr_against(rows, runs, drawable, colors, cis, "cost_total", "chart-cost-quality",
+                      xlabel=f"cost of the run ({currency or 'no currency: nothing priced'}; every role)",
+                      x_intervals=False, min_span=1e-6, floor_share=0.05)  # a free run stays visible at 0
+    return svg, left_out
 
 
 def depth_table(runs: Sequence[Run]) -> pl.DataFrame:
