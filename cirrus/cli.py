@@ -68,6 +68,7 @@ def ingest(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Workers: processes, or Ray actors (default: all cores of the machine or cluster).")] = 0,
     executor: Annotated[str, typer.Option(help="local (processes on this machine) or ray (Ray Data; pip install 'cirrus\\[ray]').")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(help="Ray cluster to join (e.g. auto or ray://head:10001); default: start a local Ray.")] = None,
+    max_ticket_chars: Annotated[Optional[int], typer.Option(min=1, help="Quarantine a ticket whose texts hold more characters than this in all, unread (default: the pipeline's \\[limits] max_ticket_chars, 1,000,000; de-identification takes about a minute per million).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Read raw tickets, de-identify them and write benchmark tasks and tool-replay cassettes."""
@@ -109,12 +110,15 @@ def ingest(
             _fail(f"could not read the raw input {raw_path}: {exc.strerror or exc}")
         try:
             config = load_pipeline(pipeline)
+            if max_ticket_chars is not None:
+                config = config.with_max_ticket_chars(max_ticket_chars)
             endpoint = None
             prices: dict = {}
             if annotator_model:
                 from cirrus.pricing import PriceError, load_prices
 
-                endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env)
+                endpoint = resolve_endpoint(annotator_model, annotator_base_url, annotator_api_key_env,
+                                            option_prefix="annotator")
                 endpoint.api_key()  # fail now, naming the variable, not in a worker
                 try:  # the annotator's cost in the manifest (docs/cost.md)
                     prices = load_prices(workspace)
@@ -218,7 +222,7 @@ def eval_(
     pass_k: Annotated[int, typer.Option("--pass-k", min=1, help="K of pass@K and pass^K.")] = 1,
     runs: Annotated[int, typer.Option(min=1, help="Attempts per task (at least --pass-k).")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once; one process is fastest at ~128-256 (benchmarks/README.md).")] = 8,
-    run_id: Annotated[Optional[str], typer.Option(help="Name of reports/<run_id>/; the same id resumes a run.")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Name of reports/<run_id>/; the same id resumes a run (one process at a time: another one is refused).")] = None,
     limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tasks of tickets/tasks.jsonl.")] = None,
     workspace: WorkspaceOpt = Path("."),
     config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
@@ -233,7 +237,8 @@ def eval_(
     attempt.  Exit status: 0 when the run finished with at least one attempt
     scored; 1 when it could not start (an endpoint check failed, a refused
     key) or every attempt ended in an error; 2 for a bad option, setting or
-    workspace (a missing key variable included); 3 when --max-cost stopped
+    workspace (a missing key variable included), or a --run-id that another
+    cirrus process is writing (its pid is named); 3 when --max-cost stopped
     the run (resume it with a higher budget); 130 on Ctrl-C, after printing
     the command that resumes the run.
     """
@@ -241,9 +246,11 @@ def eval_(
     import re
     import shlex
     import time
+    import warnings
 
     from cirrus.evaluate.preflight import PreflightError, check_endpoints
     from cirrus.evaluate.roles import SELF_JUDGED_HINT, RoleError, RoleOptions, build_roles
+    from cirrus.evaluate.runlock import RunLocked, held_until_done
     from cirrus.evaluate.runner import EvalSettings, run_eval
     from cirrus.evaluate.store import RunMismatch
     from cirrus.evaluate.tasks import TaskFileError, TaskIndex
@@ -324,7 +331,15 @@ def eval_(
         return
 
     async def main() -> dict:
-        roles = build_roles(agent, judge, fluency, index, workspace, concurrency=concurrency)
+        with warnings.catch_warnings(record=True) as caught:  # a damaged cache moved aside: said as a warning line
+            warnings.simplefilter("always", RuntimeWarning)
+            roles = build_roles(agent, judge, fluency, index, workspace, concurrency=concurrency)
+        for caught_warning in caught:
+            if issubclass(caught_warning.category, RuntimeWarning):
+                warn(str(caught_warning.message))
+            else:
+                warnings.showwarning(caught_warning.message, caught_warning.category, caught_warning.filename,
+                                     caught_warning.lineno)
         models = {name: client.model for name, client in roles.clients.items()}
         unpriced = sorted({m for m in models.values() if m not in prices})
         if max_cost is not None and unpriced:
@@ -359,7 +374,11 @@ def eval_(
 
     try:
         index = TaskIndex.scan(workspace, limit)
-        summary = asyncio.run(main())
+        with held_until_done(workspace / REPORTS_DIR / run_id):  # through the outputs, not just the attempts
+            summary = asyncio.run(main())
+    except RunLocked as exc:  # another process is writing this run
+        _fail(str(exc))
+        return
     except KeyboardInterrupt:
         console.print(f"\n[yellow]interrupted:[/] the attempts already finished are kept; resume the run with:\n"
                       f"  {escape(resume)}")
@@ -447,6 +466,12 @@ def _print_cost(summary: dict) -> None:
     total = cost.get("total")
     table.add_row("total", "", "", "", "", "", "", "-" if total is None else f"{total:.4f} {currency}")
     out.print(table)
+    overhead = summary.get("overhead_usage") or {}
+    parts = [f"{sum(used.get('calls', 0) for used in overhead[kind].values())} {what}"
+             for kind, what in (("preflight", "of endpoint checks"), ("rerun", "of attempts run again"))
+             if kind in overhead]
+    if parts:
+        out.print(f"  calls include {' and '.join(parts)} (billed too: docs/cost.md)")
 
 
 def _budget_exit(summary: dict, resume: str) -> None:

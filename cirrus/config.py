@@ -98,6 +98,19 @@ class KnowledgeConfig(_Strict):
     max_docs: int = Field(5, ge=0, le=5)
 
 
+DEFAULT_MAX_TICKET_CHARS = 1_000_000
+
+
+class LimitsConfig(_Strict):
+    """Guards of ``cirrus ingest``: a ticket whose texts (messages, OCR,
+    tool arguments and results, knowledge documents, ids) hold more than
+    ``max_ticket_chars`` characters in all is quarantined unread, with the
+    limit in its reason; de-identification takes about a minute per million
+    characters.  ``cirrus ingest --max-ticket-chars`` overrides it."""
+
+    max_ticket_chars: int = Field(DEFAULT_MAX_TICKET_CHARS, ge=1)
+
+
 class AnnotateConfig(_Strict):
     inquire_patterns: list[str] = Field(default_factory=list)
     clarify_patterns: list[str] = Field(default_factory=list)
@@ -162,6 +175,7 @@ class PipelineConfig(_Strict):
     knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
     languages: dict[str, LanguageConfig] = Field(default_factory=dict)
     select: SelectConfig = Field(default_factory=SelectConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     def denoise_for(self, language: str) -> DenoiseConfig:
         section = self.languages.get(language)
@@ -175,12 +189,19 @@ class PipelineConfig(_Strict):
         section = self.languages.get(language)
         return section.select if section is not None and section.select is not None else self.select
 
+    def with_max_ticket_chars(self, limit: int) -> PipelineConfig:
+        """This pipeline with another ``[limits] max_ticket_chars``."""
+        return self.model_copy(update={"limits": LimitsConfig(max_ticket_chars=limit)})
+
     def config_hash(self) -> str:
         """The hash of everything but the checkpoint selector's rules: those
         change nothing unless ingest selects (``select_hash`` then joins the
         workspace's config hash), so a workspace ingested with every
-        checkpoint keeps the hash it had before the selector existed."""
-        dumped = self.model_dump(mode="json", exclude={"select"})
+        checkpoint keeps the hash it had before the selector existed.  The
+        ``[limits]`` join it only when they are not the defaults (workspaces
+        ingested before they existed keep their hash)."""
+        exclude = {"select"} | ({"limits"} if self.limits == LimitsConfig() else set())
+        dumped = self.model_dump(mode="json", exclude=exclude)
         for section in dumped.get("languages", {}).values():
             section.pop("select", None)
         canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"))

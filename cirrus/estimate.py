@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cirrus.agents.prompts import message_tokens
 from cirrus.pricing import Price
 
 JUDGE_OUTPUT_TOKENS = 80
@@ -112,13 +113,6 @@ class Estimate:
                 "total_cost": self.total_cost, "currency": self.currency, "assumptions": list(self.assumptions)}
 
 
-def _message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> int:
-    content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
-    calls = message.get("tool_calls")
-    return count(text) + (count(json.dumps(calls, ensure_ascii=False)) if calls else 0)
-
-
 def reference_turn(task: Mapping[str, Any], index: int) -> Messages:
     """The reference agent turn of checkpoint ``index`` as chat messages,
     without tool results (what an estimate without the cassette can see):
@@ -189,15 +183,15 @@ def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: 
     tools = task.get("tools") or []
     fixed = count(system(task)) + (count(json.dumps(tools, ensure_ascii=False)) if tools else 0)
     history: Messages = list(task.get("history") or [])
-    history_tokens = sum(_message_tokens(m, count) for m in history)
+    history_tokens = sum(message_tokens(m, count) for m in history)
     for index, checkpoint in enumerate(checkpoints):
         context = list(checkpoint.get("context") or [])
         history += context
-        history_tokens += sum(_message_tokens(m, count) for m in context)
+        history_tokens += sum(message_tokens(m, count) for m in context)
         query = {"role": "user", "content": checkpoint["query"]}
-        query_tokens = _message_tokens(query, count)
+        query_tokens = message_tokens(query, count)
         turn = reference(task, index)
-        turn_tokens = [_message_tokens(m, count) for m in turn]
+        turn_tokens = [message_tokens(m, count) for m in turn]
         prompt = fixed + history_tokens + query_tokens
         reply = checkpoint.get("reply") or ""
         reply_tokens = count(reply) if reply else 0

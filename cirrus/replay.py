@@ -15,11 +15,13 @@ Order: vcrpy plays the interactions that match a call in file order, each
 once.  Once all of them have been played, the replayer marks the last one
 unplayed again, so a repeated call gets every recorded answer in order and
 then the last one forever.  One replayer is one evaluation attempt's state;
-:meth:`ToolReplayer.rewind` starts over.
+:meth:`ToolReplayer.rewind` starts over, :meth:`ToolReplayer.position` and
+:meth:`ToolReplayer.seek` save and restore it.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import os
@@ -192,6 +194,21 @@ class ToolReplayer:
             except CannotOverwriteExistingCassetteException:
                 raise NoRecordedResult(name, body, str(self.path)) from None
         return response.json()["result"]
+
+    def position(self) -> dict[int, int]:
+        """Where the replay stands: how often each recorded answer was played.
+        :meth:`seek` returns to it (subtask mode answers checkpoint *k* from
+        where the real dialogue stood before it)."""
+        if self._cassette is None:
+            return {}
+        with self._lock:
+            return dict(self._cassette.play_counts)
+
+    def seek(self, position: Mapping[int, int]) -> None:
+        """Go back (or forward) to a :meth:`position` of this cassette."""
+        if self._cassette is not None:
+            with self._lock:
+                self._cassette.play_counts = collections.Counter(position)
 
     def rewind(self) -> None:
         """Forget what was played: the next calls start again at the first answers."""

@@ -57,8 +57,9 @@ def command(ws: Path, base_url: str, *extra: str) -> list[str]:
 
 
 def sent(server: ChatServer, model: str) -> int:
-    """Requests of ``model`` the server answered, the endpoint check's left out."""
-    return sum(1 for body in server.requests if body["model"] == model and not is_probe(body))
+    """Requests of ``model`` the server answered, the endpoint check's
+    included (billed like the others, issue 22)."""
+    return sum(1 for body in server.requests if body["model"] == model)
 
 
 def test_usage_and_cost_per_role_match_the_servers_count(tmp_path):
@@ -99,10 +100,10 @@ def test_usage_and_cost_per_role_match_the_servers_count(tmp_path):
 
     assert again.returncode == 0, again.stderr
     repeated = json.loads((ws / "reports/again/summary.json").read_text())
-    assert judge_sent == 0
-    assert repeated["usage"]["judge"]["calls"] == 0
-    assert repeated["usage"]["judge"]["cirrus_cache_hits"] == counts["judge"]
-    assert repeated["cost"]["judge"] == 0.0
+    assert judge_sent == 1  # the endpoint check: every question from the cache
+    assert repeated["usage"]["judge"]["calls"] == 1 and repeated["overhead_usage"]["preflight"]["judge"]["calls"] == 1
+    assert repeated["usage"]["judge"]["cirrus_cache_hits"] == counts["judge"] - 1
+    assert repeated["cost"]["judge"] == pytest.approx(0.00056)
 
 
 def test_estimate_calls_no_model(tmp_path):
@@ -123,8 +124,9 @@ def test_max_cost_stops_cleanly_and_a_higher_budget_resumes(tmp_path):
     ws = workspace(tmp_path, tasks=4)
     (ws / "cirrus.toml").write_text(PRICES + '\n[prices."fluency"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
     with ChatServer(rule=serving) as server:
-        # one attempt at a time; every attempt costs more than 0.001, so the budget is spent after the first
-        done = run(command(ws, server.base_url, "--run-id", "budget", "--concurrency", "1", "--max-cost", "0.001"), ws)
+        # one attempt at a time; the endpoint check costs 0.0027 + 0.00056 (agent and judge), every attempt more
+        # than 0.005, so the budget is spent after the first
+        done = run(command(ws, server.base_url, "--run-id", "budget", "--concurrency", "1", "--max-cost", "0.005"), ws)
     no_traceback(done)
     assert done.returncode == 3, done.stderr
     assert "stopped:" in done.stderr and "--max-cost AMOUNT" in done.stderr

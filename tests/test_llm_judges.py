@@ -66,7 +66,6 @@ def with_client(server, fn, cache=None):
     ('{"included": false}', False),
     ('{"verdict": "Included"', True),  # truncated JSON, still marked
     ("Included. The reference's restart step is included too.", True),
-    ("Verdict: Included\nVerdict: Not Included", False),  # the verdict stated last wins
 ])
 def test_parse_coverage(raw, expected):
     assert parse_coverage(raw) is expected
@@ -76,6 +75,8 @@ def test_parse_coverage(raw, expected):
     "", "I am not sure.", "The answer is included in the reference.", '{"verdict": "Partially"}',
     "Included\nSo overall: not included at all? Not Included",
     "Included\nThe key step is not included, though.",
+    "Verdict: Included\nVerdict: Not Included",  # first and final verdicts disagree: asked again, not chosen
+    '{"verdict": "Not Included"}\nVerdict: Included',  # the structured field and the prose disagree
 ])
 def test_parse_coverage_refuses_unreadable_or_contradicting_answers(raw):
     with pytest.raises(UnparseableOutput):
@@ -88,13 +89,13 @@ def test_parse_coverage_refuses_unreadable_or_contradicting_answers(raw):
     ("Yes", True), ("no.", False), ("**No**", False), ("Answer: yes", True),
     ("The customer reports the result of the steps.\nYes", True),
     ('{"fluent": true}', True), ('{"answer": "Yes, it follows"}', True),
-    ("Yes\nNo", False),  # the answer stated last wins
 ])
 def test_parse_yes_no(raw, expected):
     assert parse_yes_no(raw) is expected
 
 
-@pytest.mark.parametrize("raw", ["maybe", "", '{"answer": "unclear"}', "No idea, sorry."])
+@pytest.mark.parametrize("raw", ["maybe", "", '{"answer": "unclear"}', "No idea, sorry.",
+                                 "Yes\nNo"])  # first and final answers disagree: asked again, not chosen
 def test_parse_yes_no_refuses_unreadable_answers(raw):
     with pytest.raises(UnparseableOutput):
         parse_yes_no(raw)

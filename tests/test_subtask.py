@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from cirrus.agents.prompts import no_recorded_result_content
+from cirrus.agents.prompts import SYSTEM_PROMPT, no_recorded_result_content, request_tokens, system_message
 from cirrus.cli import app
 from cirrus.evaluate.subtask import (
     SUBTASK_COLUMNS,
@@ -24,7 +24,7 @@ from cirrus.evaluate.subtask import (
 from cirrus.offline import count_tokens
 from cirrus.replay import NoRecordedResult
 from cirrus.report import schema as report_schema
-from cirrus.report.subtask import by_reply_type, by_tokens, task_sums, token_band
+from cirrus.report.subtask import FINE_BANDS, by_reply_type, by_tokens, task_sums, token_band, token_bands
 from cirrus.report.uncertainty import ratio_bootstrap
 from tests.chat_server import ChatServer, Reply, tool_calls
 from tests.scripted_models import TOOL_ARGS, judge_or_fluency, make_task, write_workspace
@@ -152,6 +152,7 @@ def test_subtask_scores_by_hand():
     # pass@2: T1/1: 1 - C(1,2)/C(3,2) = 1; T1/2: 1 - C(2,2)/C(2,2) = 0; T2/1 has n = 1 < 2: left out
     assert scores["pass@2"] == pytest.approx(0.5) and scores["n_subtasks_k"] == 2
     assert scores["atia"] == pytest.approx(5 / 6)  # ok rows: T, F, T, T, T, T
+    assert scores["atia_tool"] == pytest.approx(2 / 3)  # ok rows whose reference calls a tool (T1/1): T, F, T
     assert scores["atsa"] == pytest.approx(2 / 3) == scores["atev"]  # defined on T1/1 only: T, F, T
     assert scores["arr"] == pytest.approx(3 / 6)
     assert scores["amtl"] == pytest.approx((10 + 20 + 30) / 3)  # STL of the accepted ok rows
@@ -164,14 +165,37 @@ def test_subtask_scores_by_hand():
 
 
 def test_token_bands_have_fixed_labelled_edges():
-    assert [token_band(t) for t in (0, 999, 1000, 1999, 2000, 3999, 4000, 7999, 8000, 10**6, None)] == [
-        "<1k", "<1k", "1k-2k", "1k-2k", "2k-4k", "2k-4k", "4k-8k", "4k-8k", "8k+", "8k+", "unknown"]
+    # the paper's Table 4 bands by default
+    assert [token_band(t) for t in (0, 7999, 8000, 15999, 16000, 10**6, None)] == [
+        "0-8k", "0-8k", "8k-16k", "8k-16k", "16k+", "16k+", "unknown"]
+    assert [token_band(t, FINE_BANDS) for t in (0, 999, 1000, 1999, 2000, 3999, 4000, 7999, 8000, 16000, None)] == [
+        "<1k", "<1k", "1k-2k", "1k-2k", "2k-4k", "2k-4k", "4k-8k", "4k-8k", "8k-16k", "16k+", "unknown"]
+    assert token_bands("fine") is FINE_BANDS
+    with pytest.raises(ValueError, match="choose paper or fine"):
+        token_bands("coarse")
 
 
-def test_table_4_by_token_band_by_hand():
+def test_table_4_in_the_papers_bands_and_both_tia_populations():
     table = {r["segment"]: r for r in by_tokens(ROWS, 2, n_boot=0)}
-    assert list(table) == ["<1k", "1k-2k", "2k-4k", "4k-8k", "8k+"] and [r["segment_order"] for r in table.values()] == [
-        0, 1, 2, 3, 4]
+    assert list(table) == ["0-8k", "8k-16k", "16k+"]
+    low = table["0-8k"]  # T1/1 (reference calls a tool: T, F, T) and T1/2 (no tool needed: T, T)
+    assert (low["n_tasks"], low["n_subtasks"], low["n_ok"], low["errors"]) == (1, 2, 5, 1)
+    assert low["tia"] == pytest.approx(4 / 5)  # every ok subtask attempt
+    assert low["tia_tool"] == pytest.approx(2 / 3)  # only those whose reference calls a tool
+    assert low["tsa"] == pytest.approx(2 / 3)
+    high = table["8k-16k"]  # T2/1: no tool needed, so no tool population
+    assert (high["tia"], high["tia_tool"], high["tsa"]) == (1.0, None, None)
+    assert table["16k+"]["n_subtasks"] == 0
+    # an explicit needs_tool wins over the old rows' "TSA is defined" reading
+    marked = [{**r, "needs_tool": r["task_id"] == "T2"} for r in ROWS]
+    assert {r["segment"]: r["tia_tool"] for r in by_tokens(marked, 2, n_boot=0)} == {
+        "0-8k": None, "8k-16k": 1.0, "16k+": None}
+
+
+def test_table_4_by_fine_token_band_by_hand():
+    table = {r["segment"]: r for r in by_tokens(ROWS, 2, FINE_BANDS, n_boot=0)}
+    assert list(table) == ["<1k", "1k-2k", "2k-4k", "4k-8k", "8k-16k", "16k+"] and [
+        r["segment_order"] for r in table.values()] == [0, 1, 2, 3, 4, 5]
     low = table["<1k"]  # T1/1 only
     assert (low["n_tasks"], low["n_subtasks"], low["n_ok"], low["errors"]) == (1, 1, 3, 0)
     assert low["pass_at_1"] == pytest.approx(2 / 3) and low["pass_at_k"] == 1.0
@@ -179,7 +203,7 @@ def test_table_4_by_token_band_by_hand():
     mid = table["1k-2k"]  # T1/2: rejected twice, no reference calls
     assert (mid["pass_at_1"], mid["pass_at_k"], mid["tia"], mid["tsa"], mid["errors"]) == (0.0, 0.0, 1.0, None, 1)
     assert table["2k-4k"]["n_subtasks"] == 0 and table["2k-4k"]["pass_at_1"] is None
-    high = table["8k+"]  # T2/1: one ok attempt, accepted
+    high = table["8k-16k"]  # T2/1: one ok attempt, accepted
     assert (high["pass_at_1"], high["pass_at_k"], high["tia"]) == (1.0, None, 1.0)
     assert all(r[f"{m}_low"] is None for r in table.values() for m in ("pass_at_1", "tia"))  # no bootstrap asked
 
@@ -245,8 +269,16 @@ def test_oracle_subtask_run_resume_refusal_and_report(sample_ingest_copy):
     one = frame.filter((pl.col("task_id") == first["task_id"]) & (pl.col("attempt") == 0)).sort("checkpoint")
     assert one["stl"].to_list() == [count_tokens(c["reply"]) for c in first["checkpoints"]]
     text = [m.get("content") or json.dumps(m.get("tool_calls", "")) for m in first.get("history", [])]
-    assert one["input_tokens"][0] == count_tokens("\n".join([*text, first["checkpoints"][0]["query"]]))
-    assert one["input_tokens"].is_sorted() and one["input_tokens"].n_unique() == len(first["checkpoints"])
+    assert one["dialogue_tokens"][0] == count_tokens("\n".join([*text, first["checkpoints"][0]["query"]]))
+    assert one["dialogue_tokens"].is_sorted() and one["dialogue_tokens"].n_unique() == len(first["checkpoints"])
+    # input_tokens: what the agent is sent (system prompt and knowledge, tools, then the dialogue)
+    seen = [*first.get("history", []), {"role": "user", "content": first["checkpoints"][0]["query"]}]
+    system = system_message(first, SYSTEM_PROMPT)
+    assert one["input_tokens"][0] == request_tokens(system, first.get("tools"), seen, count_tokens) == (
+        count_tokens(system) + (count_tokens(json.dumps(first["tools"], ensure_ascii=False)) if first.get("tools")
+                                else 0) + sum(count_tokens(m["content"]) for m in seen))
+    assert (one["input_tokens"] - one["dialogue_tokens"]).min() >= count_tokens(system)
+    assert one["needs_tool"].to_list() == [bool(c["tool_calls"]) for c in first["checkpoints"]]
     assert summary["amtl"] == pytest.approx(frame["stl"].mean())
     transcripts = [json.loads(line) for line in (run / "transcripts.jsonl").read_text().splitlines()]
     assert len(transcripts) == 2 * len(tasks) and {t["mode"] for t in transcripts} == {"subtask"}
@@ -281,7 +313,7 @@ def test_oracle_subtask_run_resume_refusal_and_report(sample_ingest_copy):
                                                "report.json"}
     bands = pl.read_parquet(out / "subtask_by_tokens.parquet")
     assert bands.schema == report_schema.polars_schema("subtask_by_tokens")
-    assert bands["band"].to_list()[:5] == ["<1k", "1k-2k", "2k-4k", "4k-8k", "8k+"]
+    assert bands["band"].to_list() == ["0-8k", "8k-16k", "16k+"]  # the paper's Table 4 bands
     assert bands["n_subtasks"].sum() == total and bands["n_ok"].sum() == 2 * total
     present = bands.filter(pl.col("n_subtasks") > 0)
     assert present["pass_at_1"].to_list() == [1.0] * present.height == present["pass_at_1_low"].to_list()
@@ -371,10 +403,117 @@ def test_html_section_rows_and_figure_6_svg(tmp_path):
     tables = subtask_tables([SubtaskRun("r", tmp_path, {"model": "m", "k": 2}, {}, ROWS)], n_boot=50)
     section = subtask_html_section(tables)
     tokens, kinds = section["tables"]
-    assert [r[2] for r in tokens["rows"]] == ["<1k", "1k-2k", "8k+"]  # empty bands are not shown
+    assert [r[2] for r in tokens["rows"]] == ["0-8k", "8k-16k"]  # empty bands are not shown
     solution, inquire = kinds["rows"]
     assert solution[:6] == ["r", "m", "Solution", "2", "2", "2"]  # T2/1 failed twice
     assert solution[6].startswith("0.833 [") and solution[7].startswith("1.000 [") and solution[7].endswith("(K=2)")
     assert inquire[2] == "Inquire" and inquire[8] == "-"  # nothing accepted: no AMTL
     assert section["figure6"].startswith("<svg") and 'aria-label="chart-subtask-reply-type"' in section["figure6"]
     assert subtask_html_section({}) is None
+
+
+# -- a call the ticket repeats gets the answer recorded at that point ------------------------
+
+BALANCE_ARGS = {"account": "AC-***1"}
+TRANSFER_ARGS = {"account": "AC-***1", "amount": 1500}
+
+
+def banking_task() -> dict:
+    """A ticket that checks a balance, transfers money and checks again: the
+    same call (GetBalance, same arguments) recorded twice with two answers."""
+    checkpoints = [
+        {"index": 1, "query": "what is my balance?", "reply": "Your balance is 3,948.16.",
+         "tool_calls": [{"name": "GetBalance", "arguments": BALANCE_ARGS}], "reply_type": "Solution"},
+        {"index": 2, "query": "please transfer 1500 to my savings", "reply": "Done: the transfer went through.",
+         "tool_calls": [{"name": "Transfer", "arguments": TRANSFER_ARGS}], "reply_type": "Solution"},
+        {"index": 3, "query": "and what is my balance now?", "reply": "Your balance is 2,448.16.",
+         "tool_calls": [{"name": "GetBalance", "arguments": BALANCE_ARGS}], "reply_type": "Solution"},
+    ]
+    schema = [{"type": "function", "function": {"name": name, "description": name, "parameters": {
+        "type": "object", "properties": {}}}} for name in ("GetBalance", "Transfer")]
+    return {"task_id": "BANK-1", "category": "Billing", "knowledge": [], "tools": schema, "history": [],
+            "checkpoints": checkpoints, "cassette": "tool_mocks/BANK-1.yaml",
+            "stats": {"input_tokens": 30, "turns": 6, "checkpoints": 3}}
+
+
+def test_subtask_agent_gets_the_answer_recorded_at_its_checkpoint(tmp_path):
+    from cirrus.ingest.cassettes import build_cassette, write_cassette
+    from cirrus.schema import ToolExchange
+
+    task = banking_task()
+    (tmp_path / "tickets").mkdir()
+    (tmp_path / "tickets/tasks.jsonl").write_text(json.dumps(task) + "\n")
+    write_cassette(tmp_path / task["cassette"], build_cassette([
+        ToolExchange("c1", "GetBalance", BALANCE_ARGS, [{"balance": "3,948.16"}]),
+        ToolExchange("c2", "Transfer", TRANSFER_ARGS, [{"ok": True}]),
+        ToolExchange("c3", "GetBalance", BALANCE_ARGS, [{"balance": "2,448.16"}])]))
+
+    def rule(body: dict) -> Reply | str:
+        answer = judge_or_fluency(body)
+        if answer is not None:
+            return answer
+        last = body["messages"][-1]
+        if last["role"] == "user":  # call the tool the question needs
+            if "transfer" in last["content"]:
+                return tool_calls(("Transfer", TRANSFER_ARGS))
+            return tool_calls(("GetBalance", BALANCE_ARGS))
+        result = json.loads(last["content"])  # report truthfully what the tool said
+        if "balance" in result:
+            return Reply(content=f"Your balance is {result['balance']}.")
+        return Reply(content="Done: the transfer went through.")
+
+    with ChatServer(rule=rule) as server:
+        result = invoke("eval", "--model", "agent", "--base-url", server.base_url, "--api-key-env", "SUBTASK_KEY",
+                        "--judge-model", "judge", "--mode", "subtask", "--run-id", "bank", "-w", str(tmp_path), "-q",
+                        env={"SUBTASK_KEY": KEY})
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(tmp_path / "reports/bank/subtasks.parquet").sort("checkpoint")
+    assert frame["status"].to_list() == ["ok"] * 3
+    transcript = json.loads((tmp_path / "reports/bank/transcripts.jsonl").read_text().splitlines()[0])
+    got = [[c["result"] for c in s["tool_calls"]] for s in transcript["subtasks"]]
+    # checkpoint 3 comes after the first balance check: it gets the second recording, as the ticket did
+    assert got == [[{"balance": "3,948.16"}], [{"ok": True}], [{"balance": "2,448.16"}]]
+    assert frame["accepted"].to_list() == [True, True, True]
+
+
+def test_replayer_position_and_seek(tmp_path):
+    from cirrus.ingest.cassettes import build_cassette, write_cassette
+    from cirrus.replay import ToolReplayer
+    from cirrus.schema import ToolExchange
+
+    path = tmp_path / "tool_mocks/x.yaml"
+    write_cassette(path, build_cassette([ToolExchange("a", "X", {"id": 1}, [1]),
+                                         ToolExchange("b", "X", {"id": 1}, [2])]))
+    with ToolReplayer(path) as replayer:
+        start = replayer.position()
+        assert replayer.call("X", {"id": 1}) == 1
+        after_first = replayer.position()
+        assert replayer.call("X", {"id": 1}) == 2 and replayer.call("X", {"id": 1}) == 2  # then the last forever
+        replayer.seek(after_first)
+        assert replayer.call("X", {"id": 1}) == 2
+        replayer.seek(start)
+        assert replayer.call("X", {"id": 1}) == 1
+    assert ToolReplayer(None).position() == {}
+
+
+def test_report_token_bands_option_and_runs_written_before_whole_input_counts(sample_ingest_copy):
+    ws = sample_ingest_copy
+    result = invoke("eval", "--model", "baseline:oracle", "--mode", "subtask", "--run-id", "sub", "--limit", "3",
+                    "-w", str(ws), "-q")
+    assert result.exit_code == 0, result.output
+    result = invoke("report", "sub", "-w", str(ws), "--bootstrap", "0", "--token-bands", "fine")
+    assert result.exit_code == 0, result.output
+    out = ws / "reports/sub/report"
+    bands = pl.read_parquet(out / "subtask_by_tokens.parquet")
+    assert bands["band"].to_list() == ["<1k", "1k-2k", "2k-4k", "4k-8k", "8k-16k", "16k+"]
+    assert json.loads((out / "report.json").read_text())["token_bands"] == "fine"
+    assert "tia_tool" in bands.columns and "written before" not in result.output
+    bad = invoke("report", "sub", "-w", str(ws), "--token-bands", "coarse")
+    assert bad.exit_code == 2 and "choose paper or fine" in bad.output
+    # a run written before input_tokens counted the whole input: read, with a warning
+    table = ws / "reports/sub/subtasks.parquet"
+    pl.read_parquet(table).drop("dialogue_tokens", "needs_tool").write_parquet(table)
+    result = invoke("report", "sub", "-w", str(ws), "--bootstrap", "0")
+    assert result.exit_code == 0, result.output
+    assert "written before input_tokens counted the agent's whole input" in " ".join(result.output.split())
+    assert pl.read_parquet(out / "subtask_by_tokens.parquet")["n_subtasks"].sum() > 0

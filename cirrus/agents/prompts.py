@@ -8,7 +8,7 @@ fingerprint holds a hash of them).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 SYSTEM_PROMPT = """\
@@ -79,3 +79,22 @@ def tool_result_content(result: Any) -> str:
 
 def no_recorded_result_content() -> str:
     return json.dumps({"error": NO_RECORDED_RESULT}, ensure_ascii=False)
+
+
+def message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> int:
+    """Tokens of one chat message as sent: its text (a list of content parts
+    as JSON) and its tool calls as JSON; no per-message framing tokens."""
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
+    calls = message.get("tool_calls")
+    return count(text) + (count(json.dumps(calls, ensure_ascii=False)) if calls else 0)
+
+
+def request_tokens(system: str, tools: Sequence[Mapping[str, Any]] | None,
+                   messages: Sequence[Mapping[str, Any]], count: Callable[[str], int]) -> int:
+    """Tokens of an agent request as it is sent: the system message
+    (``system``: prompt and knowledge), the tool schemas as JSON, and every
+    message (:func:`message_tokens`).  ``count`` is the tokenizer (Cirrus's
+    offline ``cl100k_base`` in a run)."""
+    fixed = count(system) + (count(json.dumps(list(tools), ensure_ascii=False)) if tools else 0)
+    return fixed + sum(message_tokens(m, count) for m in messages)

@@ -30,6 +30,10 @@ What the answer means:
 
 URLs are shown with :func:`~cirrus.llm.providers.shown_url` (credentials
 masked) and error texts pass the client's key redaction.
+
+Every answered probe is billed: its usage goes to the usage ledger current
+when the check runs, under the first role of its endpoint (the scheduler
+writes it to the run's ``overhead.jsonl``: :mod:`cirrus.evaluate.overhead`).
 """
 
 from __future__ import annotations

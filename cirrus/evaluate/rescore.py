@@ -47,6 +47,10 @@ Outputs
       column of ``tasks.parquet`` (null for error rows);
     * ``rescore.parquet``: one row per (task, attempt) comparing the source
       run and the rescore (covered, success, status, truncated, turns);
+    * ``verdict_sources`` in each ``attempts.jsonl`` row (verdicts taken
+      from the run, from the cache, and cached ones differing from the
+      run's), and ``answer_from`` (``run`` or ``cache``) on each verdict
+      record so taken in ``transcripts.jsonl``;
     * ``summary.json``'s ``rescore`` object: the source run, its judge and
       scores, the number of truncated and changed attempts, and the agreement
       of the two judges on the (turn, checkpoint) pairs both judged.
@@ -66,6 +70,20 @@ Outputs
     failure during the rescore is an error row too, and is tried again when
     the same command is run again (the same ``--run-id`` resumes, like
     ``cirrus eval``; other judge settings under that id are refused).
+
+Verdicts the run recorded
+    With the source run's own judge (the same ``judge_role`` fingerprint), a
+    question the run asked is answered with the verdict that attempt
+    recorded, not from Cirrus's cache (which keeps one answer per question,
+    where the run's attempts may have got two): the rescore reproduces the
+    run.  Verdicts taken from the cache are counted, and so are those that
+    differ from the run's own (``summary.json``'s ``rescore``;
+    :mod:`cirrus.evaluate.recorded`).
+
+Where the judge is
+    Without ``--judge-base-url`` (nor a base URL in cirrus.toml), a judge that
+    is the run's own model is asked at the base URL the run recorded
+    (``run.json``'s ``judge_base_url``), with the run's judge key variable.
 
 The tasks must be the ones the source run was made on: the dataset hash of
 the first ``tasks`` tasks of ``tickets/tasks.jsonl`` is checked against the
@@ -100,6 +118,7 @@ from cirrus.workspace import REPORTS_DIR
 if TYPE_CHECKING:
     import polars as pl
 
+    from cirrus.evaluate.roles import RoleOptions
     from cirrus.evaluate.types import (
         AgentTurn,
         CoverageJudge,
@@ -249,34 +268,56 @@ class FluencyGate:
     """The fluency check of one rescored attempt: stops the walk where the
     saved transcript ends (see the module notes)."""
 
-    def __init__(self, saved: SavedAttempt, checker: FluencyChecker | None, source_run: str) -> None:
+    def __init__(self, saved: SavedAttempt, checker: FluencyChecker | None, source_run: str,
+                 reuse: bool = False) -> None:
         self.saved = saved
         self.checker = checker
         self.source_run = source_run
+        # the checker is the source run's own (cirrus.evaluate.recorded): its saved verdicts are reused
+        self.reuse = reuse
         self.name = checker.name if checker else "reused"
         self.truncated: dict[str, Any] | None = None  # what happened at the truncation
+        self.sources: dict[tuple[int, str, int | None], str] = {}  # cirrus.evaluate.recorded.note_sources
 
     def _query_of(self, checkpoint: Any) -> str | None:
         checkpoints = self.saved.task["checkpoints"]
         return checkpoints[checkpoint - 1]["query"] if isinstance(checkpoint, int) and 0 < checkpoint <= len(
             checkpoints) else None
 
+    def _saved(self, history: list[dict[str, Any]], next_query: str,
+               has_next: bool) -> tuple[tuple[int, str, None] | None, dict[str, Any] | None]:
+        """The saved turn this question follows (as a verdict-source key) and
+        the fluency verdict the source run recorded for this very question,
+        when it can be reused: a saved Yes only with the saved turn that
+        followed it."""
+        before = self.saved.finished_at(history)
+        key = next(((index, "fluency", None) for index, turn in enumerate(self.saved.turns) if turn is before), None)
+        old = before.fluency_verdict() if before else None
+        if old is None or self._query_of(old.get("checkpoint")) != next_query or not (has_next or not old.get("ok")):
+            old = None
+        return key, old
+
     async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
+        from cirrus.evaluate.recorded import FROM_CACHE, FROM_RUN, asked
         from cirrus.evaluate.types import Verdict
 
         has_next = self.saved.find(history, next_query) is not None
-        if self.checker is not None:
-            verdict = await self.checker.follows(history, next_query)
-            if not verdict.ok or has_next:
-                return verdict
-            self.truncated = {"fluent": True, "raw": verdict.raw}
-        else:
-            before = self.saved.finished_at(history)
-            old = before.fluency_verdict() if before else None
-            if old is not None and self._query_of(old.get("checkpoint")) == next_query and (
-                    has_next or not old.get("ok")):  # a saved Yes comes with the saved turn that followed it
-                return Verdict(bool(old.get("ok")), f"reused from run {self.source_run}: {old.get('raw')}")
+        key, old = self._saved(history, next_query, has_next)
+        if old is not None and self.checker is None:
+            return Verdict(bool(old.get("ok")), f"reused from run {self.source_run}: {old.get('raw')}")
+        if old is not None and self.reuse and key is not None:
+            self.sources[key] = FROM_RUN
+            return Verdict(bool(old.get("ok")), str(old.get("raw")))
+        if self.checker is None:
             self.truncated = {"fluent": None, "raw": None}
+            return Verdict(False, TRUNCATED)
+        checker = self.checker
+        verdict, cached = await asked(lambda: checker.follows(history, next_query))
+        if cached and key is not None:
+            self.sources[key] = FROM_CACHE
+        if not verdict.ok or has_next:
+            return verdict
+        self.truncated = {"fluent": True, "raw": verdict.raw}
         return Verdict(False, TRUNCATED)
 
 
@@ -415,28 +456,36 @@ def _write_parquet(frame: pl.DataFrame, path: Path) -> None:
 
 
 async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: str, offline_agent: bool,
-                          judge: CoverageJudge, fluency: FluencyChecker | None) -> tuple[dict[str, Any], dict[str, Any]]:
+                          judge: CoverageJudge, fluency: FluencyChecker | None, *, reuse_judge: bool = False,
+                          reuse_fluency: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Walk one saved attempt again: its attempts row and transcript, nothing
     written.  A judge failure is an error row; batch mode's
     :class:`~cirrus.llm.batching.Deferred` (a dry pass) and
-    :class:`~cirrus.llm.batching.BatchMissing` (a bug) go through."""
+    :class:`~cirrus.llm.batching.BatchMissing` (a bug) go through.
+    ``reuse_judge`` / ``reuse_fluency``: the judge / fluency checker is the
+    source run's own, whose recorded verdicts answer the questions it asked
+    (:mod:`cirrus.evaluate.recorded`); the row's ``verdict_sources`` counts
+    the verdicts taken from the run and from Cirrus's cache."""
+    from cirrus.evaluate.recorded import RecordedJudge, note_sources
     from cirrus.evaluate.runner import attempt_row, attempt_transcript
     from cirrus.evaluate.walk import walk
     from cirrus.llm.batching import BatchMissing, Deferred
     from cirrus.replay import ToolReplayer
 
     task, attempt = saved.task, saved.attempt
-    result, error, truncated = None, None, None
+    result, error, truncated, sources = None, None, None, None
     agent = ReplayAgent(saved, agent_name, offline_agent)
     if saved.status != "ok":
         reason = (saved.row or {}).get("error") or "no committed attempt"
         error = f"the source run's attempt failed: {reason}"
     else:
-        gate = FluencyGate(saved, fluency, source.run_id)
+        gate = FluencyGate(saved, fluency, source.run_id, reuse_fluency)
+        recorded = RecordedJudge(judge, saved, reuse_judge)
         try:
-            result = await walk(task, agent, judge, gate, ToolReplayer(None), attempt)
+            result = await walk(task, agent, recorded, gate, ToolReplayer(None), attempt)
             _note_truncation(result, gate)
             truncated = gate.truncated is not None
+            sources = note_sources(result, {**recorded.sources, **gate.sources}, saved)
         except (Deferred, BatchMissing):
             raise
         except Exception as exc:  # noqa: BLE001  (one broken attempt must not stop the run; InfrastructureError too)
@@ -444,6 +493,7 @@ async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: st
     row = attempt_row(task, attempt, result, error)
     transcript = attempt_transcript(task, attempt, result, error)
     row["truncated"] = transcript["truncated"] = truncated
+    row["verdict_sources"] = sources
     transcript["source_run"] = source.run_id
     if result is not None:
         row["input_tokens"] = _input_tokens(saved, agent.served)
@@ -462,6 +512,20 @@ def batch_rounds_bound(tasks: list[dict[str, Any]]) -> int:
     return max(1, DEFAULT_PARSE_ATTEMPTS * (3 * longest - 1))
 
 
+def verdict_sources(rows: list[dict[str, Any]], reuse_judge: bool, reuse_fluency: bool) -> dict[str, Any]:
+    """``summary.json``'s account of where the rescore's verdicts came from
+    (:mod:`cirrus.evaluate.recorded`), over its ok rows: whether the judge
+    and fluency checker were the source run's own (``same_judge``,
+    ``same_fluency``: their recorded verdicts reused), ``verdicts_reused``,
+    ``verdicts_from_cache`` and, of those, ``cached_verdicts_differing`` from
+    the source run's own verdict on the same turn and checkpoint."""
+    counts = [row.get("verdict_sources") or {} for row in rows if row.get("status") == "ok"]
+    return {"same_judge": reuse_judge, "same_fluency": reuse_fluency,
+            "verdicts_reused": sum(int(c.get("run") or 0) for c in counts),
+            "verdicts_from_cache": sum(int(c.get("cache") or 0) for c in counts),
+            "cached_verdicts_differing": sum(int(c.get("cache_differing") or 0) for c in counts)}
+
+
 async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: FluencyChecker | None,
                       source: SourceRun | None = None, *, batch: BatchCollector | None = None,
                       notify: Callable[[str], None] | None = None,
@@ -478,6 +542,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     from tqdm import tqdm
 
     from cirrus import __version__
+    from cirrus.evaluate.overhead import overhead_records
+    from cirrus.evaluate.recorded import same_role
     from cirrus.evaluate.runner import EvalSettings, summarize, usage_and_cost
     from cirrus.evaluate.store import TRANSCRIPTS_FILE, RunStore
     from cirrus.usage import UsageLedger, recording
@@ -502,6 +568,9 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     done = {key for key, row in store.committed().items() if row["status"] == "ok"}
     todo = [saved for key, saved in source.saved.items() if key not in done]
     offline_agent = "agent" in offline_source
+    reuse = {"reuse_judge": same_role(settings.fingerprint_extra.get("judge_role"), source_fp.get("judge_role")),
+             "reuse_fluency": fluency is not None and same_role(settings.fingerprint_extra.get("fluency_role"),
+                                                                source_fp.get("fluency_role"))}
     started = time.perf_counter()
     rounds = None
     if batch is not None:
@@ -511,7 +580,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         async def dry_pass() -> None:
             async def probe(saved: SavedAttempt) -> None:
                 try:
-                    await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency)
+                    await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency, **reuse)
                 except Deferred:
                     pass  # this attempt waits for the next batch
 
@@ -527,7 +596,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     async def one(saved: SavedAttempt) -> None:
         async with semaphore:
             with recording(UsageLedger()) as ledger:
-                row, transcript = await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency)
+                row, transcript = await rescore_attempt(saved, source, agent_name, offline_agent, judge, fluency,
+                                                        **reuse)
             row["usage"] = ledger.to_dict()
             store.append(row, transcript)
             bar.update(1)
@@ -565,6 +635,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         "changed": sum(1 for c in ok if c["changed"]),
         "source_atpr": source.summary.get("atpr"), "source_sr": source.summary.get("sr"),
         "verdicts_compared": compared, "verdict_agreement": agreed / compared if compared else None,
+        **verdict_sources(rows, reuse["reuse_judge"], reuse["reuse_fluency"]),
     }
     offline = [role for role, is_offline in (
         ("agent", "agent" in offline_source), ("judge", getattr(judge, "offline", False)),
@@ -575,7 +646,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes_of_rows([r for r in rows if r["status"] == "ok"], members))}
            if (members := getattr(judge, "member_names", None)) else {}),
-        **usage_and_cost((row.get("usage") for row in rows), costed),
+        **usage_and_cost((row.get("usage") for row in rows), costed, overhead_records(store.directory)),
         **({"batch": {"rounds": rounds, "requests": batch.sent}} if batch is not None else {}),
     })
     store.finalize(summary)
@@ -606,6 +677,31 @@ def default_run_id(source_run: str, judge_model: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{source_run}-rescored-{judge_model}")[:100]
 
 
+def judge_options(source: SourceRun, name: str, base_url: str | None, api_key_env: str | None,
+                  params: dict[str, Any]) -> tuple[RoleOptions, str | None]:
+    """The new judge's options (``base_url`` and ``api_key_env``: those given,
+    or cirrus.toml's), and a line saying where it is asked when that is where
+    the source run asked it: without a base URL, a judge that is the run's
+    own model (a panel: the same members) is asked at the run's judge base
+    URL (``run.json``), with the run's judge key variable when none is given
+    (``judge_api_key_env``, else the run's only key variable)."""
+    from cirrus.evaluate.roles import LOCAL, RoleOptions
+    from cirrus.judges.consistency import run_judge
+
+    recorded = run_judge(source.run)
+    if base_url or name == LOCAL or name != recorded.model or not recorded.base_url:
+        return RoleOptions(name, base_url, api_key_env, params), None
+    if "***" in recorded.base_url:
+        raise RescoreError(f"run {source.run_id} recorded its judge's base URL with the credentials masked "
+                           f"({recorded.base_url}): give the full URL with --judge-base-url")
+    key = api_key_env or source.run.get("judge_api_key_env")
+    if key is None and len(recorded.api_key_envs) == 1:
+        key = recorded.api_key_envs[0]
+    note = (f"judge {name} at {recorded.base_url}: where run {source.run_id} asked it (choose another with "
+            "--judge-base-url)")
+    return RoleOptions(name, recorded.base_url, key, params), note
+
+
 def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
     def fmt(value: object) -> str:
         return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -624,7 +720,19 @@ def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
     table.add_row("attempts changed / truncated", "", f"{info['changed']} / {info['truncated']}")
     agreement = info["verdict_agreement"]
     table.add_row("verdict agreement", "", f"{fmt(agreement)} ({info['verdicts_compared']} pairs)")
+    if "verdicts_reused" in info:
+        table.add_row("verdicts from the run / the cache", "",
+                      f"{info['verdicts_reused']} / {info['verdicts_from_cache']}")
     out.print(table)
+    if info.get("same_judge"):
+        console.print(f"[yellow]note:[/] the judge is run {info['source_run']}'s own: {info['verdicts_reused']} "
+                      "verdicts were taken as the run recorded them, not asked again (the cache keeps one answer "
+                      "per question; the run's attempts may have got different ones)", highlight=False)
+    if info.get("cached_verdicts_differing"):
+        console.print(f"[yellow]note:[/] {info['cached_verdicts_differing']} of the {info['verdicts_from_cache']} "
+                      f"verdicts answered from Cirrus's cache differ from run {info['source_run']}'s own verdict on "
+                      "the same turn (`answer_from: cache` in transcripts.jsonl; summary.json: "
+                      "rescore.cached_verdicts_differing)", highlight=False)
     if info["truncated"]:
         console.print(f"[yellow]note:[/] {info['truncated']} attempts were truncated: the new judge accepted turns "
                       "past where the saved transcripts end; their coverage is a lower bound (column `truncated`)")
@@ -682,8 +790,8 @@ def _print_usage_cost(summary: dict[str, Any]) -> None:
 def rescore(
     run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose transcripts are judged again.")],
     judge_model: Annotated[Optional[list[str]], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge). Several (repeated, or a comma list) make a judge panel: the majority decides, a tie is Not Included.")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: provider registry).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: cirrus.toml's; for the run's own judge model, the URL the run recorded; else the provider registry).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key (default: cirrus.toml's; at the URL the run recorded, the run's judge key variable).")] = None,
     fluency_model: Annotated[Optional[str], typer.Option(help="Re-check fluency with this model (or 'local'); default: reuse the run's saved fluency verdicts.")] = None,
     fluency_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the fluency checker (default: the judge's).")] = None,
     fluency_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the fluency checker (default: the judge's).")] = None,
@@ -716,8 +824,6 @@ def rescore(
     if not judge_name:
         _fail("give the new judge with --judge-model (a model name, or 'local')")
         return
-    judge = RoleOptions(judge_name, judge_base_url or configured_judge.base_url,
-                        judge_api_key_env or configured_judge.api_key_env, configured_judge.params())
     fluency = None
     if fluency_model:
         configured_fluency = settings_file.role("fluency")
@@ -728,6 +834,10 @@ def rescore(
         _fail(f"--run-id {target!r}: use letters, digits, '.', '_' and '-' only")
 
     async def main(source: SourceRun) -> dict[str, Any]:
+        judge, where = judge_options(source, judge_name, judge_base_url or configured_judge.base_url,
+                                     judge_api_key_env or configured_judge.api_key_env, configured_judge.params())
+        if where:
+            _note(where)
         # build_roles wants an agent: an offline baseline that is never called
         roles = build_roles(RoleOptions("baseline:oracle"), judge, fluency or RoleOptions(LOCAL), source.tasks,
                             workspace)

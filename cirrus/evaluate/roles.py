@@ -92,21 +92,28 @@ class RoleOptions:
     base_url: str | None = None
     api_key_env: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # RoleConfig.from_options keywords
+    # the prefix of the running command's options for this role, named in errors ("judge": --judge-base-url,
+    # "": --base-url); None: the role's own (cirrus eval's and rescore's names)
+    option_prefix: str | None = None
 
 
 def _open_cache(cache_class: Any, directory: Path) -> Any:
     """The judges' response cache; a disk too full to create it is a
-    :class:`~cirrus.files.DiskFullError`, not a database traceback."""
+    :class:`~cirrus.files.DiskFullError`, not a database traceback, and any
+    other database error a :class:`RoleError` naming the file (a damaged
+    file is moved aside by the cache itself: :mod:`cirrus.llm.cache`)."""
     import sqlite3
 
     from cirrus.files import DiskFullError, disk_full, is_disk_full
 
+    path = directory / cache_class.FILENAME
     try:
         return cache_class(directory)
-    except sqlite3.OperationalError as exc:
+    except sqlite3.Error as exc:
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-            raise DiskFullError(directory / cache_class.FILENAME) from exc
-        raise
+            raise DiskFullError(path) from exc
+        raise RoleError(f"could not open the response cache {path}: {exc}; check that the folder can be written, "
+                        f"or move the file aside (mv {path} {path}.old): it only saves calls, none is lost") from exc
     except OSError as exc:
         if is_disk_full(exc):
             raise disk_full(exc, directory) from exc
@@ -145,10 +152,10 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     fluency = fluency or RoleOptions(members[0], judge.base_url, judge.api_key_env)
     # the agent's endpoint is the default of the others
     judge = RoleOptions(judge.model, judge.base_url or agent.base_url, judge.api_key_env or agent.api_key_env,
-                        {"temperature": 0.0, **judge.params})
+                        {"temperature": 0.0, **judge.params}, judge.option_prefix)
     fluency = RoleOptions(fluency.model, fluency.base_url or judge.base_url, fluency.api_key_env or judge.api_key_env,
                           {"temperature": 0.0, **{k: v for k, v in judge.params.items() if k != "temperature"},
-                           **fluency.params})
+                           **fluency.params}, fluency.option_prefix)
 
     pool = None
     clients: dict[str, Any] = {}
@@ -160,8 +167,11 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
 
         if pool is None:
             pool = ClientPool(_open_cache(ResponseCache, workspace / CACHE_DIR), ceiling=concurrency)
+        prefix = options.option_prefix
+        if prefix is None:
+            prefix = "" if name == "agent" else name.split("[", 1)[0]
         clients[name] = pool.client(RoleConfig.from_options(options.model, options.base_url, options.api_key_env,
-                                                            **{"name": name, **options.params}))
+                                                            option_prefix=prefix, **{"name": name, **options.params}))
         return clients[name]
 
     if agent.model == "baseline:oracle":
@@ -177,7 +187,8 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
             return LocalCoverageJudge()
         from cirrus.judges.llm import LLMCoverageJudge
 
-        return LLMCoverageJudge(client(RoleOptions(model, judge.base_url, judge.api_key_env, judge.params), name))
+        return LLMCoverageJudge(client(RoleOptions(model, judge.base_url, judge.api_key_env, judge.params,
+                                                   judge.option_prefix), name))
 
     if len(members) == 1:
         judge_part: CoverageJudge = coverage_judge(members[0], "judge")
@@ -199,7 +210,9 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                                      "thresholds": [judge_part.key_threshold, judge_part.word_threshold]}
     details = {"agent_base_url": shown_url(agent.base_url), "judge_base_url": shown_url(judge.base_url),
                "fluency_base_url": shown_url(fluency.base_url),
-               "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env})}
+               "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env}),
+               # the names of the variables (never a key): cirrus rescore's default for the run's own judge
+               "judge_api_key_env": judge.api_key_env}
     selfish = self_judged_roles(clients)
     details["self_judged"] = bool(selfish)
     details["self_judged_roles"] = selfish

@@ -131,20 +131,32 @@ def budget(settings: EvalSettings) -> Budget | None:
     return Budget(settings.max_cost, settings.client_models, settings.prices)
 
 
-def usage_and_cost(usages: Iterable[Mapping[str, Any] | None], settings: EvalSettings) -> dict[str, Any]:
+def usage_and_cost(usages: Iterable[Mapping[str, Any] | None], settings: EvalSettings,
+                   overhead: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """``summary.json``'s ``usage`` (per role: calls, tokens, Cirrus cache
-    hits; summed over ``usages``, the attempt rows' ``usage``) and ``cost`` (per role,
-    ``total`` and ``currency``, from the ``[prices]`` of cirrus.toml; null
-    where a role's model has no price), and ``prompt_cache_share``: per role
-    with input tokens, the share of them the provider's prompt cache served
-    (0 where the provider reports none)."""
+    hits; summed over ``usages``, the attempt rows' ``usage``, and
+    ``overhead``, the billed requests outside them: ``{"kind", "usage"}``
+    records of :func:`cirrus.evaluate.overhead.overhead_records`) and
+    ``cost`` (per role, ``total`` and ``currency``, from the ``[prices]`` of
+    cirrus.toml; null where a role's model has no price), and
+    ``prompt_cache_share``: per role with input tokens, the share of them the
+    provider's prompt cache served (0 where the provider reports none).  With
+    overhead, ``overhead_usage`` says, per kind (``preflight``, ``rerun``)
+    and role, which part of ``usage`` it was."""
     from cirrus.pricing import run_cost
 
     ledger = UsageLedger.total_of(usages)
+    kinds: dict[str, UsageLedger] = {}
+    for record in overhead:
+        part = UsageLedger.from_dict(record.get("usage"))
+        kinds.setdefault(str(record.get("kind")), UsageLedger()).merge(part)
+        ledger.merge(part)
     roles = ledger.by_role()
+    shown = {kind: part.roles_dict() for kind, part in kinds.items() if part.clients}
     return {"usage": ledger.roles_dict(), "cost": run_cost(ledger, settings.client_models, settings.prices),
             "prompt_cache_share": {role: round(usage.cached_input_tokens / usage.input_tokens, 4)
-                                   for role, usage in roles.items() if usage.input_tokens}}
+                                   for role, usage in roles.items() if usage.input_tokens},
+            **({"overhead_usage": shown} if shown else {})}
 
 
 async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
@@ -222,7 +234,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
         # the judge or fluency checker is the agent's own model (cirrus.evaluate.roles.self_judged_roles)
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
         **({"judge_panel": panel_agreement(members, votes)} if members else {}),
-        **usage_and_cost(usages, settings),
+        **usage_and_cost(usages, settings, outcome.overhead),
         **({"budget_stop": outcome.budget_stop} if outcome.budget_stop else {}),
     })
     store.finalize(summary)

@@ -14,8 +14,12 @@ coroutine per attempt and get the same scheduling:
   flight have their task in memory;
 * usage: each attempt's model calls are recorded in a ledger of their own
   (:mod:`cirrus.usage`) and stored with its row as ``usage``, so a resumed
-  run's usage and cost still add up;
-* clean-up: a run this call created that committed nothing leaves no folder.
+  run's usage and cost still add up; the endpoint check's calls go, one line
+  per session, to the run's ``overhead.jsonl`` (:mod:`cirrus.evaluate.overhead`);
+* one writer: the run store's lock (:mod:`cirrus.evaluate.runlock`) refuses
+  a second process on the same run before it runs or writes anything;
+* clean-up: a run this call created that committed nothing leaves no folder
+  (its lock file included); a call refused by the lock removes nothing.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ import datetime as dt
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cirrus.evaluate.overhead import PREFLIGHT, overhead_records, run_recorded
+from cirrus.evaluate.runlock import RunLocked
 from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.tasks import TaskIndex, TaskRef
 from cirrus.llm.providers import EndpointError
@@ -42,7 +48,8 @@ AttemptRunner = Callable[[dict[str, Any], int], Awaitable[tuple[dict[str, Any], 
 @dataclass
 class Budget:
     """``--max-cost``: no attempt starts once the run's spend (every
-    committed attempt's usage, earlier sessions' included, priced with
+    committed attempt's usage, attempts run again and every session's
+    endpoint check included, priced with
     ``prices``; ``models``: the model of each model client) reaches
     ``max_cost``; the attempts in flight finish."""
 
@@ -54,15 +61,34 @@ class Budget:
         return run_cost(ledger, self.models, self.prices)["total"] or 0.0
 
 
+class BudgetTooSmall(ValueError):
+    """``--max-cost`` was spent before the run's first attempt could start
+    (by the endpoint check): a run of no attempt has nothing to stop."""
+
+
+def _check_first_start(budget: Budget, spending: UsageLedger) -> None:
+    """Raise :class:`BudgetTooSmall` when ``spending`` (the endpoint check's
+    alone: no attempt is stored yet) has reached ``budget``."""
+    spent = budget.spent(spending)
+    if spent >= budget.max_cost:
+        currency = run_cost(spending, budget.models, budget.prices).get("currency") or ""
+        raise BudgetTooSmall(f"--max-cost {budget.max_cost:g} was spent before the first attempt could start: the "
+                             f"endpoint check cost {spent:.4f} {currency}".rstrip() + "; give a higher --max-cost")
+
+
 @dataclass
 class Outcome:
-    """What :func:`run_attempts` did: the store, the seconds spent, and,
-    when ``--max-cost`` stopped the run, what was spent and how many
-    attempts are left (``budget_stop``)."""
+    """What :func:`run_attempts` did: the store, the seconds spent, the
+    billed usage outside the attempts' final rows (``overhead``: every
+    session's endpoint check and the attempts run again,
+    :func:`~cirrus.evaluate.overhead.overhead_records`) and, when
+    ``--max-cost`` stopped the run, what was spent and how many attempts are
+    left (``budget_stop``)."""
 
     store: RunStore
     elapsed_s: float
     budget_stop: dict[str, Any] | None = None
+    overhead: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -99,22 +125,60 @@ async def run_attempts(schedule: Schedule, index: TaskIndex, run_attempt: Attemp
     ``run_attempt``, and append its row (with ``usage``) and transcript to
     the run store.  ``on_commit(row)`` returns what the progress bar shows
     after it; ``preflight`` is awaited once before the first attempt (not
-    when everything is done already); ``notify`` gets lines for the user.
+    when everything is done already), its calls' usage appended to the run's
+    ``overhead.jsonl``; ``notify`` gets lines for the user.
     With a ``schedule.budget``, no attempt starts once the run has spent it
     (:class:`Budget`; the outcome's ``budget_stop`` says so).
 
     An :class:`~cirrus.llm.providers.EndpointError` (a refused key) stops the
     run: every attempt would fail the same way; any other exception of the
-    workers (a store that cannot write) is raised as it is."""
-    created = not schedule.directory.exists()
-    committed = 0
+    workers (a store that cannot write) is raised as it is.  Another process
+    writing the run raises :class:`~cirrus.evaluate.runlock.RunLocked`
+    before anything is run."""
+    created = _make_folder(schedule.directory)
+    store = RunStore(schedule.directory)
     try:
-        store = RunStore(schedule.directory)
         store.open(schedule.fingerprint, {"run_id": schedule.directory.name, "started_at": dt.datetime.now(
             dt.timezone.utc).isoformat(timespec="seconds"), **schedule.details})
+    except RunLocked:
+        raise  # another process's run: its folder stays as it is
+    except BaseException:
+        if created:  # e.g. a full disk before run.json; removed while still locked
+            shutil.rmtree(schedule.directory, ignore_errors=True)
+        store.close()
+        raise
+    if store.lock is not None and store.lock.taken_over and notify is not None:
+        notify(f"run {schedule.directory.name}: took over the lock of pid {store.lock.taken_over.get('pid')}, "
+               "which is no longer running")
+    try:
+        return await _run_locked(schedule, index, run_attempt, store, created, on_commit=on_commit,
+                                 preflight=preflight, notify=notify)
+    finally:
+        store.close()
+
+
+def _make_folder(directory: Path) -> bool:
+    """Make the run's folder; whether this call made it (not another process)."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        return False
+    return True
+
+
+async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: AttemptRunner, store: RunStore,
+                      created: bool, *, on_commit: Callable[[dict[str, Any]], Mapping[str, Any]] | None,
+                      preflight: Callable[[], Awaitable[Any]] | None,
+                      notify: Callable[[str], None] | None) -> Outcome:
+    """:func:`run_attempts` once the run's lock is held."""
+    committed = 0
+    try:
         done: set[tuple[str, int]] = set()
         spending = UsageLedger()  # the run's usage so far, for --max-cost
+        stored = 0
         for row in store.latest_rows():
+            stored += 1
             spending.merge(UsageLedger.from_dict(row.get("usage")))
             if row["status"] == "ok":
                 done.add((row["task_id"], row["attempt"]))
@@ -125,7 +189,11 @@ async def run_attempts(schedule: Schedule, index: TaskIndex, run_attempt: Attemp
         if todo and len(todo) < total and notify is not None:
             notify(f"resuming run {schedule.directory.name}: {total - len(todo)} of {total} attempts already done")
         if todo and preflight is not None:
-            await preflight()
+            await run_recorded(store.directory, PREFLIGHT, preflight)
+        for record in overhead_records(store.directory):  # endpoint checks, attempts run again: billed too
+            spending.merge(UsageLedger.from_dict(record["usage"]))
+        if budget is not None and todo and not stored:
+            _check_first_start(budget, spending)
         from tqdm import tqdm
 
         from cirrus.llm import endpoint_load  # requests in flight / adaptive window per endpoint
@@ -166,7 +234,7 @@ async def run_attempts(schedule: Schedule, index: TaskIndex, run_attempt: Attemp
             raise failures.exceptions[0] from None
         finally:
             bar.close()
-        outcome = Outcome(store, time.perf_counter() - started)
+        outcome = Outcome(store, time.perf_counter() - started, overhead=overhead_records(store.directory))
         if budget is not None and left["attempts"] > 0:
             outcome.budget_stop = {"max_cost": budget.max_cost, "spent": budget.spent(spending),
                                    "attempts_left": left["attempts"]}

@@ -16,6 +16,11 @@ full while writing <path>: free space and re-run; completed attempts are
 kept"): an append that fails part-way is cut back (no half line), and the
 outputs are written to temporary files and renamed, so every file stays
 readable and the same command resumes once there is room.
+
+One process writes a run at a time: :meth:`RunStore.open` takes the run's
+lock (``.lock``, :mod:`cirrus.evaluate.runlock`) before it touches a file,
+and a second process is refused with :class:`~cirrus.evaluate.runlock.RunLocked`
+naming the pid that holds it; :meth:`RunStore.close` gives it back.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 import polars as pl
 
+from cirrus.evaluate.runlock import RunLock
 from cirrus.files import append_line, atomic_writer, disk_full, is_disk_full, read_jsonl, remove_stale_temps
 
 RUN_FILE = "run.json"
@@ -162,13 +168,29 @@ def _latest_lines(path: Path) -> dict[tuple[str, int], int]:
 class RunStore:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.lock: RunLock | None = None  # held between open and close
 
     # -- start / resume ---------------------------------------------------------
 
     def open(self, fingerprint: dict[str, Any], details: dict[str, Any]) -> None:
-        """Create the run, or check that a resumed run asks for the same thing."""
+        """Create the run, or check that a resumed run asks for the same
+        thing.  Takes the run's lock first: another process writing the run
+        raises :class:`~cirrus.evaluate.runlock.RunLocked` (nothing
+        touched).  The lock is held until :meth:`close` (or the process
+        exits), also when this raises otherwise (a mismatch, a full disk)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(self.directory)  # a run killed while finalizing
+        if self.lock is None:
+            self.lock = RunLock(self.directory).acquire()
+        self._open(fingerprint, details)
+
+    def close(self) -> None:
+        """Give the run's lock back (the store can still be read)."""
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            lock.release()
+
+    def _open(self, fingerprint: dict[str, Any], details: dict[str, Any]) -> None:
+        remove_stale_temps(self.directory)  # a run killed while finalizing: no live writer, the lock says
         for name in (ATTEMPTS_FILE, TRANSCRIPTS_FILE):
             _end_partial_line(self.directory / name)
         run_file = self.directory / RUN_FILE

@@ -125,7 +125,8 @@ def reference_turn(checkpoint: Mapping[str, Any], number: int, replay: Replay) -
     return messages
 
 
-def reference_histories(task: Mapping[str, Any], replay: Replay) -> list[list[dict[str, Any]]]:
+def reference_histories(task: Mapping[str, Any], replay: Replay, *,
+                        at_checkpoint: Callable[[int], None] | None = None) -> list[list[dict[str, Any]]]:
     """The real history before each checkpoint's query: item ``k - 1`` is
     what the agent sees before ``query_k`` in subtask ``k``.
 
@@ -134,7 +135,10 @@ def reference_histories(task: Mapping[str, Any], replay: Replay) -> list[list[di
     agent turn (tool calls with their replayed results, then ``reply_i``);
     then checkpoint ``k``'s own ``context``.  ``replay`` is read in dialogue
     order, so it must be a replayer of its own (not the one the agent's
-    calls go to), fresh for the task."""
+    calls go to), fresh for the task.  ``at_checkpoint(k)`` is called when
+    ``replay`` stands past every call the real dialogue made before
+    checkpoint ``k``'s query (history and contexts included): where the
+    agent's own replay of subtask ``k`` must start."""
     checkpoints = task["checkpoints"]
     base = [dict(m) for m in task.get("history") or []]
     consume_calls(base, replay)
@@ -143,6 +147,8 @@ def reference_histories(task: Mapping[str, Any], replay: Replay) -> list[list[di
     for number, checkpoint in enumerate(checkpoints, 1):
         context = _context(checkpoint)
         consume_calls(context, replay)
+        if at_checkpoint is not None:
+            at_checkpoint(number)
         before = so_far + context
         histories.append(before)
         so_far = before + [{"role": "user", "content": checkpoint["query"]}] + reference_turn(checkpoint, number,
@@ -159,15 +165,30 @@ def reference_history(task: Mapping[str, Any], k: int, replay: Replay) -> list[d
 
 
 def message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
-    """Tokens of a subtask's input, counted as ingest counts a task's
-    ``stats.input_tokens`` (tiktoken ``cl100k_base``, offline): each
-    message's text, or its tool calls as JSON, one per line.  The system
-    prompt, knowledge and tool schemas are left out, so the count (and the
-    token band) is the same whatever the model or prompt."""
+    """Tokens of a subtask's dialogue (real history + query), counted as
+    ingest counts a task's ``stats.input_tokens`` (tiktoken ``cl100k_base``,
+    offline): each message's text, or its tool calls as JSON, one per line.
+    ``subtasks.parquet``'s ``dialogue_tokens``; the token bands read
+    :func:`agent_input_tokens`."""
     from cirrus.offline import count_tokens
 
     # json.dumps with its defaults, as ingest (cirrus.ingest.tasks.build_task) counts
     return count_tokens("\n".join(m.get("content") or json.dumps(m.get("tool_calls", "")) for m in messages))
+
+
+def agent_input_tokens(task: Mapping[str, Any], messages: Sequence[Mapping[str, Any]],
+                       system_prompt: str | None = None) -> int:
+    """Tokens of the whole input the agent is sent for a subtask, as the
+    paper's Table 4 bins it: the system message (``system_prompt``, default
+    Cirrus's own, with the task's knowledge), the task's tool schemas as
+    JSON, and ``messages`` (real history + query), counted with the run's
+    tokenizer (Cirrus's offline ``cl100k_base``,
+    :func:`cirrus.agents.prompts.request_tokens`)."""
+    from cirrus.agents import prompts
+    from cirrus.offline import count_tokens
+
+    system = prompts.system_message(task, system_prompt if system_prompt is not None else prompts.SYSTEM_PROMPT)
+    return prompts.request_tokens(system, task.get("tools") or None, messages, count_tokens)
 
 
 # --------------------------------------------------------------------------
@@ -182,8 +203,10 @@ class SubtaskResult:
 
     checkpoint: int
     reply_type: str
-    input_tokens: int  # the real history + query, Cirrus's tokenizer
+    input_tokens: int  # the agent's whole input: system message, tools, real history + query
     history_messages: int
+    dialogue_tokens: int = 0  # the real history + query only
+    needs_tool: bool = False  # the reference made tool calls at this checkpoint
     turn: AgentTurn | None = None
     decision: CheckpointDecision | None = None
     verdicts: list[dict[str, Any]] = field(default_factory=list)
@@ -210,36 +233,53 @@ class SubtaskAttempt:
 async def run_subtasks(task: dict[str, Any], agent: Agent, judge: CoverageJudge, workspace: Path,
                        attempt: int = 0) -> SubtaskAttempt:
     """Ask and judge every subtask of ``task`` once.  The history is built
-    with a replayer of its own; each subtask's agent gets a fresh replayer,
-    so the agent's calls are answered as a walk's first call would be.
+    with a replayer of its own; the agent's calls in subtask ``k`` go to a
+    second replayer set to where the real dialogue stood before checkpoint
+    ``k`` (every call of the history, the contexts and the earlier
+    reference turns already played), so a call the ticket repeated gets the
+    answer recorded at that point, not the first one.
     :class:`~cirrus.llm.providers.EndpointError` (a refused key) is raised;
     any other failure is that subtask's error."""
-    from cirrus.evaluate.types import TurnRequest
-    from cirrus.evaluate.walk import _verdict_record, judge_checkpoint
-    from cirrus.llm.providers import EndpointError
     from cirrus.replay import ToolReplayer
 
     started = time.perf_counter()
+    system_prompt = getattr(agent, "system_prompt", None)
     with ToolReplayer.for_task(workspace, task) as history_replay:
-        histories = reference_histories(task, history_replay)
+        positions: list[dict[int, int]] = []
+        histories = reference_histories(task, history_replay,
+                                        at_checkpoint=lambda _: positions.append(history_replay.position()))
     results: list[SubtaskResult] = []
-    for number, (checkpoint, history) in enumerate(zip(task["checkpoints"], histories), 1):
-        seen = history + [{"role": "user", "content": checkpoint["query"]}]
-        result = SubtaskResult(number, checkpoint.get("reply_type", ""), message_tokens(seen), len(history))
-        begun = time.perf_counter()
-        try:
-            with ToolReplayer.for_task(workspace, task) as replayer:
-                result.turn = await agent.respond(TurnRequest(task, history, checkpoint["query"], attempt), replayer)
-            result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn)
-            result.verdicts.append(_verdict_record("coverage", number, verdict, result.decision.accepted))
-        except EndpointError:
-            raise
-        except Exception as exc:  # noqa: BLE001  (InfrastructureError and any other: this subtask only)
-            result.turn, result.decision = None, None
-            result.error = f"{type(exc).__name__}: {exc}"
-        result.wall_s = time.perf_counter() - begun
-        results.append(result)
+    with ToolReplayer.for_task(workspace, task) as replayer:
+        for number, (checkpoint, history) in enumerate(zip(task["checkpoints"], histories), 1):
+            results.append(await _run_subtask(task, number, checkpoint, history, positions[number - 1], replayer,
+                                              agent, judge, attempt, system_prompt))
     return SubtaskAttempt(results, time.perf_counter() - started)
+
+
+async def _run_subtask(task: dict[str, Any], number: int, checkpoint: Mapping[str, Any],
+                       history: list[dict[str, Any]], position: dict[int, int], replayer: Any, agent: Agent,
+                       judge: CoverageJudge, attempt: int, system_prompt: str | None) -> SubtaskResult:
+    from cirrus.evaluate.types import TurnRequest
+    from cirrus.evaluate.walk import _verdict_record, judge_checkpoint
+    from cirrus.llm.providers import EndpointError
+
+    seen = history + [{"role": "user", "content": checkpoint["query"]}]
+    result = SubtaskResult(number, checkpoint.get("reply_type", ""), agent_input_tokens(task, seen, system_prompt),
+                           len(history), dialogue_tokens=message_tokens(seen),
+                           needs_tool=bool(checkpoint.get("tool_calls")))
+    begun = time.perf_counter()
+    try:
+        replayer.seek(position)
+        result.turn = await agent.respond(TurnRequest(task, history, checkpoint["query"], attempt), replayer)
+        result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn)
+        result.verdicts.append(_verdict_record("coverage", number, verdict, result.decision.accepted))
+    except EndpointError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (InfrastructureError and any other: this subtask only)
+        result.turn, result.decision = None, None
+        result.error = f"{type(exc).__name__}: {exc}"
+    result.wall_s = time.perf_counter() - begun
+    return result
 
 
 def _subtask_record(result: SubtaskResult) -> dict[str, Any]:
@@ -249,6 +289,7 @@ def _subtask_record(result: SubtaskResult) -> dict[str, Any]:
     ok = turn is not None and decision is not None
     return {
         "checkpoint": result.checkpoint, "reply_type": result.reply_type, "input_tokens": result.input_tokens,
+        "dialogue_tokens": result.dialogue_tokens, "needs_tool": result.needs_tool,
         # usage the API reported; null when the agent made no model call (an offline baseline)
         "api_input_tokens": turn.input_tokens if ok and turn.model_calls else None,
         "tia": decision.tia if ok else None, "tsa": decision.tsa if ok else None,
@@ -330,7 +371,10 @@ def subtask_scores(rows: Iterable[Mapping[str, Any]], k: int) -> dict[str, Any]:
       ``1 - C(n-c, K) / C(n, K)``; None where no subtask qualifies;
     * ``atia``, ``atsa``, ``atev``, ``arr``: means over ok subtask attempts
       where the value is defined (TSA / TEV are null when the reference made
-      no call); ``amtl``: mean STL of the accepted ones;
+      no call); ``atia_tool``: TIA over the ok attempts of subtasks whose
+      reference calls a tool (``needs_tool``, or TSA defined in rows that
+      lack it), the population of the paper's TIA column as we read it;
+      ``amtl``: mean STL of the accepted ones;
     * ``n_tasks``, ``n_subtasks`` (distinct, errors included), ``n_ok``,
       ``subtask_errors`` (subtask attempts that failed), ``n_subtasks_k``."""
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -349,10 +393,20 @@ def subtask_scores(rows: Iterable[Mapping[str, Any]], k: int) -> dict[str, Any]:
         "subtask_errors": len(rows) - len(ok), "pass@1": _mean(pass1)}
     if k != 1:
         scores[f"pass@{k}"] = _mean(at_k)
-    scores.update({"n_subtasks_k": len(at_k), "atia": _mean(defined("tia")), "atsa": _mean(defined("tsa")),
+    tool_tia = [float(bool(r["tia"])) for r in ok if r["tia"] is not None and needs_tool(r)]
+    scores.update({"n_subtasks_k": len(at_k), "atia": _mean(defined("tia")), "atia_tool": _mean(tool_tia),
+                   "atsa": _mean(defined("tsa")),
                    "atev": _mean(defined("tev")), "arr": _mean(defined("rr")),
                    "amtl": _mean([float(r["stl"]) for r in ok if r["accepted"] and r["stl"] is not None])})
     return scores
+
+
+def needs_tool(row: Mapping[str, Any]) -> bool:
+    """Whether a subtask row's reference called a tool: its ``needs_tool``;
+    in a row written before that column, whether TSA is defined (it is
+    exactly when the reference made calls, on ok rows)."""
+    value = row.get("needs_tool")
+    return bool(value) if value is not None else row.get("tsa") is not None
 
 
 def flat_rows(attempt_rows: Iterable[Mapping[str, Any]], run_id: str, model: str | None) -> Iterator[dict[str, Any]]:
@@ -375,7 +429,11 @@ SUBTASK_COLUMNS: dict[str, str] = {
     "category": "Utf8", "reply_type": "Utf8", "input_tokens": "Int64", "api_input_tokens": "Int64",
     "tia": "Boolean", "tsa": "Boolean", "tev": "Boolean", "rr": "Boolean", "accepted": "Boolean", "stl": "Int64",
     "tool_calls": "Int64", "status": "Utf8", "error": "Utf8", "wall_s": "Float64", "judge_votes": "Utf8",
+    # appended when input_tokens became the agent's whole input (runs written before lack them)
+    "dialogue_tokens": "Int64", "needs_tool": "Boolean",
 }
+# columns a run written before they existed lacks (read as null)
+LATER_SUBTASK_COLUMNS = ("dialogue_tokens", "needs_tool")
 
 
 def subtask_frame(rows: Iterable[Mapping[str, Any]]) -> Any:
@@ -483,7 +541,7 @@ async def run_subtask_eval(settings: EvalSettings, agent: Agent, judge: Coverage
                                if getattr(part, "offline", False)],
         "wall_s_this_session": round(outcome.elapsed_s, 2),
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
-        **usage_and_cost((row.get("usage") for row in rows), settings),
+        **usage_and_cost((row.get("usage") for row in rows), settings, outcome.overhead),
         **({"budget_stop": outcome.budget_stop} if outcome.budget_stop else {}),
     }
     finalize_subtask_run(directory=schedule.directory, summary=summary)
@@ -531,6 +589,7 @@ def refuse_subtask_run(directory: Path, command: str, error: type[Exception] = V
 
 
 __all__ = ["MODES", "MODE_SUBTASK", "MODE_WALK", "SUBTASKS_FILE", "SUBTASK_COLUMNS", "SubtaskAttempt",
-           "SubtaskResult", "check_resume_mode", "finalize_subtask_run", "flat_rows", "message_tokens", "reference_histories",
+           "SubtaskResult", "LATER_SUBTASK_COLUMNS", "agent_input_tokens", "check_resume_mode", "finalize_subtask_run", "flat_rows",
+           "message_tokens", "needs_tool", "reference_histories",
            "reference_history", "refuse_subtask_run", "run_mode", "run_subtask_eval", "run_subtasks",
            "subtask_attempt_row", "subtask_frame", "subtask_pass_counts", "subtask_scores", "subtask_transcript"]

@@ -96,8 +96,45 @@ class Skipped:
     reason: str
 
 
+def ticket_chars(ticket: Ticket) -> int:
+    """Characters of text in ``ticket``: messages, OCR, tool names,
+    arguments and results (every string, key and number in them), knowledge
+    documents and the ticket's ids; what de-identification reads."""
+    total = sum(len(value or "") for value in (ticket.ticket_id, ticket.category, ticket.channel, ticket.status))
+    stack: list[Any] = []
+    for event in ticket.events:
+        total += len(event.text) + sum(len(text) for text in event.ocr) + len(event.name or "")
+        stack += [event.arguments, event.content]
+    for doc in ticket.knowledge:
+        total += len(doc.doc_id) + len(doc.title) + len(doc.text)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            total += sum(len(str(key)) for key in value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif value is not None and not isinstance(value, bool):
+            total += len(value) if isinstance(value, str) else len(str(value))
+    return total
+
+
+def oversize(ticket: Ticket, limit: int) -> Quarantined | None:
+    """The quarantine entry of a ticket with more than ``limit`` characters
+    of text (:func:`ticket_chars`), else ``None``: such a ticket would take
+    minutes to hours to de-identify, and none of its text is written."""
+    chars = ticket_chars(ticket)
+    if chars <= limit:
+        return None
+    return Quarantined(ticket.origin, f"ticket too large: {chars:,} characters of text, over the limit of "
+                                      f"{limit:,} (raise it with cirrus ingest --max-ticket-chars N, or [limits] "
+                                      "max_ticket_chars in the pipeline file)", ticket.ticket_id)
+
+
 class TicketProcessor:
-    """All stages for one ticket; one instance per worker process."""
+    """All stages for one ticket; one instance per worker process.  A ticket
+    over the pipeline's ``[limits] max_ticket_chars`` is quarantined
+    (:func:`oversize`) before any stage reads it."""
 
     def __init__(self, config: PipelineConfig, kb_docs: list[KnowledgeDoc] | None = None,
                  tool_schemas: dict[str, dict[str, Any]] | None = None,
@@ -154,7 +191,10 @@ class TicketProcessor:
             self._selectors[language] = selector
         return self._selectors[language]
 
-    def __call__(self, ticket: Ticket) -> Processed | Skipped:
+    def __call__(self, ticket: Ticket) -> Processed | Skipped | Quarantined:
+        too_large = oversize(ticket, self.config.limits.max_ticket_chars)
+        if too_large is not None:
+            return too_large
         language = ticket_language(ticket, ticket.language_given)
         selector = self.selector_for(language)
         clean, pii = self.deids.for_language(language).deidentify(self.denoiser_for(language)(ticket))
@@ -207,7 +247,7 @@ class Outcome:
     result: Processed | Skipped | Quarantined | None
 
 
-def settle(processor: Callable[[Ticket], Processed | Skipped], item: Ticket | Quarantined,
+def settle(processor: Callable[[Ticket], Processed | Skipped | Quarantined], item: Ticket | Quarantined,
            statuses: frozenset[str]) -> Outcome:
     """The outcome of one read item; ``processor`` only sees eligible tickets."""
     if isinstance(item, Quarantined):
@@ -235,7 +275,8 @@ def mark_duplicates(outcomes: Iterable[Outcome]) -> Iterator[Outcome]:
         yield outcome
 
 
-def _safe(processor: Callable[[Ticket], Processed | Skipped], ticket: Ticket) -> Processed | Skipped | Quarantined:
+def _safe(processor: Callable[[Ticket], Processed | Skipped | Quarantined],
+          ticket: Ticket) -> Processed | Skipped | Quarantined:
     try:
         return processor(ticket)
     except EndpointError:  # a refused or missing key: every ticket would fail the same way, stop the run
@@ -268,7 +309,7 @@ class LazyProcessor:
         self.on_load = on_load
         self._processor: TicketProcessor | None = None
 
-    def __call__(self, ticket: Ticket) -> Processed | Skipped:
+    def __call__(self, ticket: Ticket) -> Processed | Skipped | Quarantined:
         if self._processor is None:
             if self.on_load is not None:
                 self.on_load()

@@ -643,7 +643,8 @@ def judge_eval(
         _fail(str(exc))
         return
     options = RoleOptions(judge_model or configured.model or LOCAL, judge_base_url or configured.base_url,
-                          judge_api_key_env or configured.api_key_env, configured.params())
+                          judge_api_key_env or configured.api_key_env, configured.params(),
+                          option_prefix="judge")  # --judge-base-url, --judge-api-key-env, also with --role fluency
     cases: Sequence[Case] = fluency_cases or coverage_cases
     ledger = UsageLedger()
     models: dict[str, str] = {}

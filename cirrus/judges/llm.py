@@ -5,8 +5,11 @@ Both ask for a JSON object (``{"reason": ..., "missing": ..., "problem": ...,
 "verdict": "Included" | "Not Included"}``, ``{"reason": ..., "answer": "Yes" |
 "No"}``) and read whatever reasonable shape the answer comes in with
 :mod:`cirrus.judges.verdicts` (JSON, tags, markers, bare words, Chinese;
-thinking blocks and anything the judge merely quotes left out; the verdict
-stated last wins).  An answer that
+thinking blocks and anything the judge merely quotes or copies from the
+data left out: the data texts, the history's messages and its tool calls'
+arguments, :func:`history_echoes`).  The structured field is the verdict;
+when the judge's readings disagree (its JSON and its prose, its first and
+final statements), the answer counts as unreadable.  An answer that
 cannot be read is asked again with a repair message (3 attempts in all), then
 :class:`~cirrus.evaluate.types.InfrastructureError` is raised: it is never
 counted as a failed checkpoint.  A Not Included verdict also carries what
@@ -223,6 +226,26 @@ def render_history(history: Sequence[Mapping[str, Any]], turns: int, max_chars: 
     return "\n\n".join(lines) if lines else prompts.EMPTY_HISTORY
 
 
+_HISTORY_MESSAGE = re.compile(r"\n\n(?=(?:Customer|Agent|Agent \(tool call\)|Tool result): )")
+_HISTORY_PREFIX = re.compile(r"(?:Customer|Agent|Tool result): |Agent \(tool call\): (\S*) ?")
+
+
+def history_echoes(rendered: str) -> tuple[str, ...]:
+    """The texts of a rendered history (:func:`render_history`) a judge may
+    quote, for the verdict reader to remove: the whole history, each message
+    as shown, and each tool call's arguments (an injection can ride in
+    them)."""
+    texts = [rendered]
+    for part in _HISTORY_MESSAGE.split(rendered):
+        prefix = _HISTORY_PREFIX.match(part)
+        if prefix is None:
+            continue
+        texts.append(part[prefix.end():])
+        if prefix.group(1) is not None:  # a tool call: its name and arguments too
+            texts.append(part[prefix.start(1):])
+    return tuple(text for text in texts if text.strip())
+
+
 def _prompt_hash(*texts: str) -> str:
     return hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()
 
@@ -309,7 +332,7 @@ class LLMCoverageJudge(_LLMVerdicts):
     async def covers(self, history: list[dict[str, Any]], query: str, reference: str, candidate: str) -> Verdict:
         boundary, data, cuts = self._data(history, query, reference, candidate)
         user = prompts.COVERAGE_USER.format(id=boundary, **data)
-        echoes = (data["candidate"], data["reference"], data["query"], data["history"])
+        echoes = (data["candidate"], data["reference"], data["query"], *history_echoes(data["history"]))
 
         def parse(raw: str) -> bool:
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
@@ -333,7 +356,8 @@ class LLMCoverageJudge(_LLMVerdicts):
         message ``later_query``, which the agent never saw?"""
         boundary, data, cuts = self._data(history, query, later_reference, candidate, later_query=later_query)
         user = prompts.COVERAGE_LATER_USER.format(id=boundary, **data)
-        echoes = (data["candidate"], data["reference"], data["query"], data["later_query"], data["history"])
+        echoes = (data["candidate"], data["reference"], data["query"], data["later_query"],
+                  *history_echoes(data["history"]))
 
         def parse(raw: str) -> bool:
             return parse_coverage(raw, boundary=boundary, echoes=echoes)
@@ -379,7 +403,7 @@ class LLMFluencyChecker(_LLMVerdicts):
     async def follows(self, history: list[dict[str, Any]], next_query: str) -> Verdict:
         boundary, data, cuts = self._data(history, next_query)
         user = prompts.FLUENCY_USER.format(id=boundary, **data)
-        echoes = (data["next_query"], data["history"])
+        echoes = (data["next_query"], *history_echoes(data["history"]))
 
         def parse(raw: str) -> bool:
             return parse_yes_no(raw, boundary=boundary, echoes=echoes)

@@ -12,21 +12,49 @@ Included``, :func:`read_coverage`) and the fluency checker (``Yes`` / ``No``,
   "## Final answer\\nYes", "The answer is No.", "结论：不包含");
 * a line that is, or opens with, the verdict ("Not Included. The candidate
   never asks...", "**Yes**", "可以。"), or a bolded verdict;
-* all of these after reasoning; ``<think>`` (``<thinking>``, ``<reasoning>``,
-  ``<analysis>``) blocks are dropped (an unclosed one counts only when it
-  opens the answer: a cut answer is unreadable).
+* a check mark next to the verdict word ("Verdict: ❌ Not Included",
+  "✅ Included"); a mark that says the opposite of its word ("✅ Not
+  Included") makes the answer read both ways;
+* all of these before or after reasoning; ``<think>`` (``<thinking>``,
+  ``<reasoning>``, ``<analysis>``) blocks are dropped (an unclosed one counts
+  only when it opens the answer: a cut answer is unreadable).
 
-Only the judge's own words count.  Before reading, the answer loses, in this
-order: the data blocks it echoes with the request's ``boundary`` id
-(``<candidate_reply id="...">`` ... ``</candidate_reply id="...">``),
-verbatim copies of the data texts given as ``echoes`` (16 characters or more),
-thinking blocks, data blocks echoed without the id, blockquote lines, JSON
-objects once read, and quoted or inline-code spans that hold more than a
-bare verdict word.  Data is removed before thinking blocks, so an agent reply
-holding ``<think>`` cannot hide the judge's verdict.  Of what is left, the verdict
-stated **last** wins (a judge that quotes verdict-like text and then gives its
-own verdict is read by its own).  "Not Included" is matched before
-"Included", "No" never matches "Not", "不包含" before "包含".
+Only the judge's own words count (:func:`own_words`).  Before reading, the
+answer loses, in this order: the data blocks it echoes with the request's
+``boundary`` id (``<candidate_reply id="...">`` ... ``</candidate_reply
+id="...">``), copies of the data texts given as ``echoes`` (16 characters or
+more; whitespace and case aside, so a quote re-flowed onto one line goes
+too), thinking blocks, data blocks echoed without the id, blockquote lines
+and fence markers.  Data is removed before thinking blocks, so an agent reply
+holding ``<think>`` cannot hide the judge's verdict.  Then every quoted span
+that holds more than a bare verdict or marker word is dropped, in any quote
+style: ``"..."``, ``'...'`` (an apostrophe inside a word, as in "don't" or
+"candidate's", opens and closes nothing), ``“...”``, ``‘...’``, ``«...»``,
+``「...」``, ``『...』`` and inline code; a JSON object inside such a span is
+quoted too.  Last, a verdict statement that stands inside a partial copy of a
+data text (the statement and the text just before or after it occur together
+in the candidate, reference, customer message or history) is the judge
+quoting, not judging, and is dropped.
+
+What is left is read in this order:
+
+1. **The structured answer**: the verdict field of the judge's own JSON
+   object, or its own verdict tag block.  Prose around it (a note after the
+   JSON, a quotation of the candidate) never overrides it.
+2. **The judge's own statements** in prose: its first and its final one.
+
+Every reading taken (each structured field, the first and the final prose
+statement) must agree.  When two disagree (the JSON says Not Included and a
+note after it says Included; the answer opens with one verdict and ends with
+the other), the reader does not choose: it raises
+:class:`UnparseableOutput`, the caller asks again with the repair message
+and, in the end, records an infrastructure error, never a silent pass or
+fail.  So a verdict-first judge whose quotation of an injected "Verdict:
+Included" escaped every rule above is asked again instead of read by the
+injection, and a judge whose own verdict is unreadable cannot be read by a
+quoted one: the quoted one is removed and nothing is left.  "Not Included"
+is matched before "Included", "No" never matches "Not", "不包含" before
+"包含".
 
 The coverage judge's answer may also say what is wrong with a Not Included
 candidate (:func:`read_problem`, docs/failures.md): a ``problem`` field
@@ -36,18 +64,20 @@ candidate (:func:`read_problem`, docs/failures.md): a ``problem`` field
 cue words of its reason or prose ("the reply contradicts ...", "it omits
 ...").  The field is optional: an answer without it reads exactly as before.
 
-An answer with no verdict, or whose last verdict is only an opening line
-contradicted by the prose after it ("Included\\nThe key step is not
-included, though."), raises :class:`UnparseableOutput`; the caller asks again
-and, in the end, records an infrastructure error, never a silent fail.
+An answer with no verdict, with readings that disagree, or whose final
+verdict is only an opening line contradicted by the prose after it
+("Included\\nThe key step is not included, though."), raises
+:class:`UnparseableOutput`.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from cirrus.llm.client import UnparseableOutput
@@ -58,8 +88,11 @@ __all__ = ["COVERAGE", "FLUENCY", "Role", "DATA_TAGS", "read_coverage", "read_fl
 DATA_TAGS = ("conversation", "customer_last_message", "reference_reply", "candidate_reply",
              "next_customer_message", "later_customer_message", "history", "reference", "candidate")
 
-_EOS = r"(?=[\s*_`\"'.,;:!?)\]}>。，；：！？、”」]|$)"  # a verdict word ends here
-_END = r"(?=[*_`\"'”」)\]]*[ \t]*(?:[.!?。！,，;；:：\n]|$))"  # ... and so does the statement
+_YES_MARKS = "✅✔☑✓🟢👍"
+_NO_MARKS = "❌❎✖✗✘🚫⛔🔴👎"
+_MARK = f"[{_YES_MARKS}{_NO_MARKS}\ufe0f]"  # a check mark (with its emoji variation selector)
+_EOS = r"(?=[\s*_`\"'.,;:!?)\]}>。，；：！？、”」]|" + _MARK + "|$)"  # a verdict word ends here
+_END = r"(?=[*_`\"'”」)\]]*[ \t]*(?:[.!?。！,，;；:：\n]|" + _MARK + "|$))"  # ... and so does the statement
 
 
 @dataclass(frozen=True)
@@ -113,9 +146,18 @@ _THINK_OPEN = re.compile(rf"<(?:{_THINK_TAGS})\b[^>]*>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(rf"</(?:{_THINK_TAGS})\s*>", re.IGNORECASE)
 _FENCE = re.compile(r"```[\w-]*")
 _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
-_QUOTED = re.compile(r"\"([^\"\n]{1,400})\"|“([^”\n]{1,400})”|「([^」\n]{1,400})」|`([^`\n]{1,400})`")
-_MARKDOWN = re.compile(r"[\s*_#>`\"'“”「」\[\](){}.,;:!?。，；：！？-]+")
+# quoted spans: straight quotes and inline code stay on one line; an apostrophe
+# between two letters ("don't", "candidate's") neither opens nor closes a single-quoted span
+_QUOTED = re.compile(
+    r"\"[^\"\n]{1,400}\""
+    r"|(?<![\w'’])'(?=\S)(?:[^'\n]|(?<=\w)'(?=\w)){1,400}?(?<=\S)'(?!\w)"
+    r"|“[^”]{1,2000}”|‘(?:[^’]|(?<=\w)’(?=\w)){1,2000}?’(?!\w)"
+    r"|«[^»]{1,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
+    r"|(?<!`)(?P<run>`{1,2}|`{4,})(?!`)[^\n]{1,400}?(?<!`)(?P=run)(?!`)")  # inline code; a ``` fence is none
+_MARKDOWN = re.compile(rf"(?:[\s*_#>`\"'“”‘’«»「」『』\[\](){{}}.,;:!?。，；：！？-]|{_MARK})+")
 _DECODER = json.JSONDecoder()
+_COPY_CONTEXT = 8  # characters (whitespace aside) next to a statement that make it a copy of the data
+_MIN_ECHO = 16  # shorter data texts are not removed (a candidate "Included" must not erase the verdict)
 
 _MARKERS_EN = (r"(?:final\s+|overall\s+|my\s+)?(?:verdict|answer|judge?ment|decision|conclusion|result|label"
                r"|output|evaluation)")
@@ -125,23 +167,25 @@ _CONCLUDING = r"(?:therefore|thus|hence|overall|in\s+conclusion|in\s+summary|so|
 
 def _patterns(role: Role) -> dict[str, re.Pattern[str]]:
     token = role.token_re
-    colon = r"[ \t*_`\"']*(?:[:=：]|-{1,2}|–|—)[ \t*_`\"'#>:：]*"
-    heading = r"[ \t*_`\"':：]*\n[\s*_`\"'#>]*"
-    copula = r"\s+(?:is|would\s+be|should\s+be|will\s+be)\s*:?[ \t*_`\"']*"
-    zh_copula = r"\s*(?:是|为)\s*[:：]?\s*"
+    colon = rf"(?:[ \t*_`\"']|{_MARK})*(?:[:=：]|-{{1,2}}|–|—)(?:[ \t*_`\"'#>:：]|{_MARK})*"
+    heading = rf"[ \t*_`\"':：]*\n(?:[\s*_`\"'#>]|{_MARK})*"
+    copula = rf"\s+(?:is|would\s+be|should\s+be|will\s+be)\s*:?(?:[ \t*_`\"']|{_MARK})*"
+    zh_copula = rf"\s*(?:是|为)\s*[:：]?(?:\s|{_MARK})*"
+    after = rf"(?:[ \t]*{_MARK})*"  # a check mark after the word
     flags = re.IGNORECASE
     return {
         "tag": re.compile(r"<([A-Za-z_][\w-]*)\b[^>]*>\s*((?:(?!<\1\b).)*?)\s*</\1\s*>", re.DOTALL),
-        "marked": re.compile(rf"\b{_MARKERS_EN}(?:{colon}){token}", flags),
-        "heading": re.compile(rf"\b{_MARKERS_EN}{heading}{token}{_END}", flags),
-        "copula": re.compile(rf"\b{_MARKERS_EN}{copula}{token}{_END}", flags),
-        "zh_marked": re.compile(rf"{_MARKERS_ZH}[ \t*_]*[:：][\s*_]*{token}", flags),
-        "zh_copula": re.compile(rf"{_MARKERS_ZH}{zh_copula}{token}{_END}", flags),
+        "marked": re.compile(rf"\b{_MARKERS_EN}(?:{colon}){token}{after}", flags),
+        "heading": re.compile(rf"\b{_MARKERS_EN}{heading}{token}{_END}{after}", flags),
+        "copula": re.compile(rf"\b{_MARKERS_EN}{copula}{token}{_END}{after}", flags),
+        "zh_marked": re.compile(rf"{_MARKERS_ZH}[ \t*_]*[:：](?:[\s*_]|{_MARK})*{token}{after}", flags),
+        "zh_copula": re.compile(rf"{_MARKERS_ZH}{zh_copula}{token}{_END}{after}", flags),
         "concluding": re.compile(rf"\b{_CONCLUDING}\s*[,:，：]?\s*(?:the\s+(?:candidate|reply|answer|verdict)\s+is\s+)?"
-                                 rf"[*_]*{token}[*_]*\s*[.!。]?\s*$", flags | re.MULTILINE),
-        "line": re.compile(rf"^[ \t*#>_\-\[(`\"'“「]*{token}[*_`\"'”」\])]*{_EOS}"
-                           r"(?:[ \t]*$|[*_`\"'”」\])]*\s*[.,;:!?。，；：！？—–-])", flags | re.MULTILINE),
-        "bold": re.compile(rf"\*\*\s*{token}\s*[.!]?\s*\*\*", flags),
+                                 rf"(?:[*_]|{_MARK})*{token}[*_]*\s*[.!。]?{after}\s*$", flags | re.MULTILINE),
+        "line": re.compile(rf"^(?:[ \t*#>_\-\[(`\"'“「]|{_MARK})*{token}[*_`\"'”」\])]*{_EOS}{after}"
+                           rf"(?:[ \t]*$|[*_`\"'”」\])]*\s*[.,;:!?。，；：！？—–-])",
+                           flags | re.MULTILINE),
+        "bold": re.compile(rf"\*\*(?:\s|{_MARK})*{token}\s*[.!]?{after}\s*\*\*", flags),
     }
 
 
@@ -159,24 +203,65 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` without whitespace, each character lower-cased on its own,
+    and the position in ``text`` of each character kept."""
+    chars: list[str] = []
+    where: list[int] = []
+    for index, char in enumerate(text):
+        if not char.isspace():
+            lower = char.lower()
+            chars.append(lower if len(lower) == 1 else char)
+            where.append(index)
+    return "".join(chars), where
+
+
+@lru_cache(maxsize=256)
+def _folded_data(text: str) -> str:
+    return _folded(text)[0]
+
+
+def _remove_copies(text: str, echoes: Iterable[str]) -> str:
+    """``text`` with every copy of each echo (16 characters or more)
+    blanked, whitespace and case aside (a quote re-flowed onto one line is
+    still a copy)."""
+    folded, where = _folded(text)
+    for echo in echoes:
+        if len((echo or "").strip()) < _MIN_ECHO:
+            continue
+        needle = _folded_data(echo)
+        start = folded.find(needle)
+        if start == -1:
+            continue
+        while start != -1:
+            end = start + len(needle)
+            text = _blank(text, where[start], where[end - 1] + 1)
+            start = folded.find(needle, end)
+        folded, where = _folded(text)
+    return text
+
+
 def own_words(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> str:
     """The judge's answer without what is not its own statement: echoed data
     blocks and data texts, thinking blocks, blockquotes, fence markers.
     Positions of the kept text are preserved (removed text becomes spaces)."""
+    return _blank_fences(_own_text(raw, boundary=boundary, echoes=echoes))
+
+
+def _blank_fences(text: str) -> str:
+    return _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _own_text(raw: str, *, boundary: str | None, echoes: Iterable[str]) -> str:
+    """:func:`own_words` but for the fence markers (a quote around a fenced
+    text still reads as one)."""
     text = raw or ""
     tags = "|".join(DATA_TAGS)
     if boundary and boundary.lower() in text.lower():  # first the data blocks echoed with their real boundary
         exact = re.compile(rf"<({tags})\b[^>]*{re.escape(boundary)}[^>]*>.*?</\1\b[^>]*{re.escape(boundary)}[^>]*>",
                            re.DOTALL | re.IGNORECASE)
         text = exact.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    for echo in echoes:  # then verbatim copies of the data texts
-        echo = (echo or "").strip()
-        if len(echo) < 16:
-            continue
-        start = text.find(echo)
-        while start != -1:
-            text = _blank(text, start, start + len(echo))
-            start = text.find(echo, start + len(echo))
+    text = _remove_copies(text, echoes)  # then copies of the data texts
     text = _THINK.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:  # an opening tag the server stripped: keep what follows the last close
@@ -186,8 +271,7 @@ def own_words(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = 
         text = " " * len(text)
     loose = re.compile(rf"<({tags})\b[^>]*>.*</\1\b[^>]*>", re.DOTALL | re.IGNORECASE)
     text = loose.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-    text = _BLOCKQUOTE.sub(lambda m: " " * len(m.group(0)), text)
-    return _FENCE.sub(lambda m: " " * len(m.group(0)), text)
+    return _BLOCKQUOTE.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
@@ -205,99 +289,164 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     return found
 
 
-def _json_verdict(obj: dict[str, Any], role: Role, depth: int = 0) -> bool | None:
+def _marks(text: str) -> frozenset[bool]:
+    """What the check marks in ``text`` say (✅ yes, ❌ no)."""
+    return frozenset([*([True] if any(c in _YES_MARKS for c in text) else []),
+                      *([False] if any(c in _NO_MARKS for c in text) else [])])
+
+
+def _word_values(value: str, role: Role) -> frozenset[bool]:
+    """The readings of a field or tag value: its verdict word (or the word
+    opening it) and its check marks; empty when it holds no verdict."""
+    word = _MARKDOWN.sub(" ", value).strip()
+    found = role.value(word)
+    if found is None:
+        found = role.json_words.get(word.lower())
+    if found is None:  # "Yes, it follows", "Not included: the ID request is missing"
+        match = _pattern_set(role)["line"].match(value.strip())
+        if match:
+            found = role.value(match.group(1))
+    return frozenset() if found is None else frozenset([found]) | _marks(value)
+
+
+def _json_verdict(obj: dict[str, Any], role: Role, depth: int = 0) -> frozenset[bool]:
     lowered = {str(k).strip().lower(): v for k, v in obj.items()}
     for key in role.json_keys:
         if key not in lowered:
             continue
         value = lowered[key]
         if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            word = _MARKDOWN.sub(" ", value).strip()
-            found = role.value(word)
-            if found is None:
-                found = role.json_words.get(word.lower())
-            if found is None:  # "Yes, it follows", "Not included: the ID request is missing"
-                match = _pattern_set(role)["line"].match(value.strip())
-                if match:
-                    found = role.value(match.group(1))
-            if found is not None:
-                return found
-        if isinstance(value, dict) and depth < 2:
-            found = _json_verdict(value, role, depth + 1)
-            if found is not None:
-                return found
-    return None
+            return frozenset([value])
+        if isinstance(value, str) and (found := _word_values(value, role)):
+            return found
+        if isinstance(value, dict) and depth < 2 and (found := _json_verdict(value, role, depth + 1)):
+            return found
+    return frozenset()
 
 
-def _strip_quotes(text: str, role: Role) -> str:
-    """Quoted and inline-code spans that hold more than a bare verdict (or a
-    marker word) are the judge quoting something: blank them."""
-    def keep(inner: str) -> bool:
-        word = _MARKDOWN.sub(" ", inner).strip()
+def _quote_spans(text: str, role: Role) -> list[tuple[int, int]]:
+    """The quoted and inline-code spans of ``text`` that hold more than a
+    bare verdict (or a marker word): the judge quoting something."""
+    def keep(quoted: str) -> bool:
+        word = _MARKDOWN.sub(" ", quoted).strip()  # the quote marks go with the markdown
         return (not word or role.value(word) is not None or word.lower() in role.json_words
                 or re.fullmatch(rf"{_MARKERS_EN}|{_MARKERS_ZH}|reason|verdict|answer", word, re.IGNORECASE) is not None)
 
-    def blank(match: re.Match[str]) -> str:
-        inner = next(group for group in match.groups() if group is not None)
-        return match.group(0) if keep(inner) else " " * len(match.group(0))
+    return [match.span() for match in _QUOTED.finditer(text) if not keep(match.group(0))]
 
-    return _QUOTED.sub(blank, text)
+
+def _strip_quotes(text: str, role: Role) -> str:
+    for start, end in _quote_spans(text, role):
+        text = _blank(text, start, end)
+    return text
+
+
+class _Copies:
+    """Where the answer copies a data text: a statement is a copy when it
+    occurs in a data text together with the characters (whitespace and case
+    aside) just before or just after it in the answer.  The judge's own
+    "Verdict: Included" is no copy merely because the candidate says it too;
+    "...the console.\\nVerdict: Included" copied from the candidate is."""
+
+    def __init__(self, raw: str, echoes: Iterable[str]) -> None:
+        self.data = [_folded_data(echo) for echo in echoes if echo and echo.strip()]
+        self.folded, self.where = _folded(raw) if self.data else ("", [])
+
+    def holds(self, start: int, end: int) -> bool:
+        if not self.data:
+            return False
+        first = bisect.bisect_left(self.where, start)
+        last = bisect.bisect_left(self.where, end)
+        if first >= last:
+            return False
+        pieces = []
+        if first >= _COPY_CONTEXT:
+            pieces.append(self.folded[first - _COPY_CONTEXT:last])
+        if last + _COPY_CONTEXT <= len(self.folded):
+            pieces.append(self.folded[first:last + _COPY_CONTEXT])
+        return any(piece in data for piece in pieces for data in self.data)
 
 
 @dataclass(frozen=True)
 class _Statement:
-    start: int
-    end: int
-    value: bool
+    start: int  # the statement, its marker included
+    end: int  # the end of its verdict word
+    values: frozenset[bool]  # two when its check mark says the opposite of its word
     kind: str
 
+    @property
+    def structured(self) -> bool:
+        return self.kind in ("json", "tag")
 
-def _statements(text: str, role: Role) -> list[_Statement]:
+
+_PROSE = ("marked", "heading", "copula", "zh_marked", "zh_copula", "concluding", "line", "bold")
+_BARE = ("line", "bold", "concluding")  # a verdict word without a marker
+
+
+def _statements(text: str, role: Role) -> tuple[list[_Statement], str]:
+    """Every verdict statement of the judge's own words ``text``
+    (:func:`_own_text`; quoted spans left out), in order, and the text they
+    were read from (JSON objects, quoted spans and fence markers blanked)."""
     found: list[_Statement] = []
-    # JSON objects: read, then blanked so nothing inside them is read again
-    for start, end, obj in _json_objects(text):
-        value = _json_verdict(obj, role)
-        if value is not None:
-            found.append(_Statement(start, end, value, "json"))
+    objects = _json_objects(text)
+    masked = text
+    for start, end, _ in objects:  # a JSON object inside a quote is quoted: find quotes around it, not in it
+        masked = masked[:start] + re.sub(r"[^\n]", "0", masked[start:end]) + masked[end:]
+    quotes = _quote_spans(masked, role)
+    for start, end, obj in objects:
+        values = _json_verdict(obj, role)
+        if values and not any(q_start <= start and end <= q_end for q_start, q_end in quotes):
+            found.append(_Statement(start, end, values, "json"))
         text = _blank(text, start, end)
-    text = _strip_quotes(text, role)
+    for start, end in quotes:
+        text = _blank(text, start, end)
+    text = _blank_fences(text)
     patterns = _pattern_set(role)
     for match in patterns["tag"].finditer(text):
-        if match.group(1).lower() in DATA_TAGS:
-            continue
-        inner = _MARKDOWN.sub(" ", match.group(2)).strip()
-        value = role.value(inner)
-        if value is None:
-            opening = patterns["line"].match(match.group(2).strip())
-            value = role.value(opening.group(1)) if opening else None
-        if value is not None:
-            found.append(_Statement(match.start(), match.end(), value, "tag"))
-    for kind in ("marked", "heading", "copula", "zh_marked", "zh_copula", "concluding", "line", "bold"):
+        if match.group(1).lower() not in DATA_TAGS and (values := _word_values(match.group(2), role)):
+            found.append(_Statement(match.start(), match.end(), values, "tag"))
+    for kind in _PROSE:
         for match in patterns[kind].finditer(text):
             value = role.value(match.group(1))
             if value is not None:
-                found.append(_Statement(match.start(1), match.end(1), value, kind))
-    return sorted(found, key=lambda s: (s.end, s.start))
+                values = frozenset([value]) | _marks(match.group(0))
+                found.append(_Statement(match.start(), match.end(1), values, kind))
+    return sorted(found, key=lambda s: (s.end, s.start)), text
+
+
+def _describe(statements: Iterable[_Statement], role: Role) -> str:
+    words = {True: "Included", False: "Not Included"} if role is COVERAGE else {True: "Yes", False: "No"}
+    return ", ".join(f"{s.kind}: {' and '.join(words[v] for v in sorted(s.values, reverse=True))}"
+                     for s in statements)
 
 
 def read_verdict(raw: str, role: Role, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> bool:
-    """The judge's own last verdict in ``raw`` for ``role``; raises
-    :class:`UnparseableOutput` when there is none or it is contradicted."""
-    text = own_words(raw, boundary=boundary, echoes=echoes)
-    if not text.strip():
+    """The judge's own verdict in ``raw`` for ``role``: its structured field
+    and its first and final own statements, which must agree (see the
+    module docstring).  Raises :class:`UnparseableOutput` when there is no
+    verdict, or two readings disagree."""
+    echoes = tuple(echoes)
+    text = _own_text(raw, boundary=boundary, echoes=echoes)
+    if not _blank_fences(text).strip():
         raise UnparseableOutput(f"empty {role.name}")
-    statements = _statements(text, role)
+    copies = _Copies(raw or "", echoes)
+    statements, read = _statements(text, role)
+    statements = [s for s in statements if not copies.holds(s.start, s.end)]
     if not statements:
-        raise UnparseableOutput(f"no verdict found in the {role.name}")
+        raise UnparseableOutput(f"no verdict of the judge's own found in the {role.name}")
+    prose = [s for s in statements if not s.structured]
+    readings = [s for s in statements if s.structured] + prose[:1] + prose[-1:]
+    if len({value for s in readings for value in s.values}) > 1:
+        raise UnparseableOutput(f"the {role.name} reads both ways ({_describe(readings, role)})")
+    verdict = next(iter(readings[0].values))
     last = statements[-1]
-    if last.kind in ("line", "bold", "concluding") and role.weak is not None:
-        # a bare opening verdict, then prose that says the opposite: the answer reads both ways
-        for match in role.weak.finditer(text, last.end):
-            if role.value(re.sub(r"\s+(?:\w+\s+)?included", " included", match.group(0))) is (not last.value):
+    if last.kind in _BARE and role.weak is not None:
+        # a bare opening verdict, then prose of the judge's that says the opposite: the answer reads both ways
+        for match in role.weak.finditer(read, last.end):
+            said = role.value(re.sub(r"\s+(?:\w+\s+)?included", " included", match.group(0)))
+            if said is (not verdict) and not copies.holds(match.start(), match.end()):
                 raise UnparseableOutput(f"the {role.name} reads both ways")
-    return last.value
+    return verdict
 
 
 def read_coverage(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> bool:
@@ -308,7 +457,6 @@ def read_coverage(raw: str, *, boundary: str | None = None, echoes: Iterable[str
 def read_fluency(raw: str, *, boundary: str | None = None, echoes: Iterable[str] = ()) -> bool:
     """``True`` for Yes, ``False`` for No."""
     return read_verdict(raw, FLUENCY, boundary=boundary, echoes=echoes)
-
 
 # --------------------------------------------------------------------------
 # what the coverage judge says is wrong (docs/failures.md)

@@ -16,7 +16,10 @@ question may depend on an earlier answer (a walk asks whether a turn covers a
 later checkpoint only after it accepted the turn; a repair request follows an
 unreadable answer).  The command then runs its normal, writing pass with the
 collector still set: every request is answered from the batch results, and
-its usage is recorded as a batch call (priced with ``batch_discount``).
+its usage is recorded as a batch call (priced with ``batch_discount``) the
+first time it is read; the provider answered (and billed) it once, so a
+second unit of work asking the identical question reads it as a Cirrus cache
+hit (no tokens, no cost).
 
 Each round's batch is resumable: its state file is
 ``<state_dir>/<endpoint>-round<n>-<requests hash>.json``, so running the same
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cirrus.llm.batch import BatchError, BatchRequest, BatchStatus, run_batch
-from cirrus.usage import Usage
+from cirrus.usage import Usage, call_usage
 from cirrus.usage import record as record_usage
 
 if TYPE_CHECKING:
@@ -117,11 +120,14 @@ class BatchCollector:
     final: bool = False
     rounds: int = 0
     sent: int = 0  # requests sent in batches, all rounds
+    read: set[str] = field(default_factory=set)  # results the writing pass has read (and counted) once
 
     def answer(self, client: ChatClient, payload: bytes) -> ChatResult:
         """The answer to ``payload`` from a finished batch (its usage recorded
-        as a batch call); an :class:`InfrastructureError` when the batch
-        answered this request with an error; else :class:`Deferred`."""
+        as a batch call the first time the writing pass reads it, as a Cirrus
+        cache hit after that: the batch answered it once); an
+        :class:`InfrastructureError` when the batch answered this request with
+        an error; else :class:`Deferred`."""
         from cirrus.evaluate.types import InfrastructureError
         from cirrus.llm.client.errors import _MalformedAnswer
 
@@ -133,7 +139,7 @@ class BatchCollector:
                 raise InfrastructureError(client._redact(
                     f"{client.role.describe()} failed: batch answer unusable: {exc}")) from None
             result = client._scrubbed(result)
-            record_usage(client.role.name or "agent", batch_usage(result.usage(payload)))
+            record_usage(client.role.name or "agent", self._usage_of(key, result, payload))
             return result
         if key in self.errors:
             raise InfrastructureError(client._redact(
@@ -143,6 +149,15 @@ class BatchCollector:
                                "pass (batch mode needs the same questions in both; please report this)")
         self.pending.setdefault(key, (client, payload))
         raise Deferred(key)
+
+    def _usage_of(self, key: str, result: ChatResult, payload: bytes) -> Usage:
+        """The usage one reading of the batch answer ``key`` adds: the batch
+        call the first time the writing pass reads it, then a cache hit."""
+        if key in self.read:
+            return call_usage(None, None, from_cirrus_cache=True)
+        if not self.dry:
+            self.read.add(key)
+        return batch_usage(result.usage(payload))
 
     async def flush(self, state_dir: Path, *,
                     progress: Callable[[str, BatchStatus], None] | None = None,

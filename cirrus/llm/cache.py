@@ -11,19 +11,42 @@ share between threads and processes.  Writes are not fsync'ed one by one
 (``synchronous=NORMAL``): a crash loses at most the last answers, which are
 then simply asked again.  The agent's own calls are never cached: every
 attempt of a task must be an independent sample.
+
+A cache file that is not a database, or whose pages are damaged (a disk
+that failed, a file cut short by a copy), is found when the cache opens
+(``PRAGMA quick_check``, a fraction of a second for hundreds of megabytes):
+it is moved aside to ``<name>.corrupt-<UTC time>`` (its ``-wal`` and ``-shm``
+files with it), a ``RuntimeWarning`` names both paths, and an empty cache
+takes its place: a cache only saves calls, so the run goes on and its
+answers are asked again.  :attr:`ResponseCache.set_aside` is the moved file.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 CACHE_VERSION = "cirrus-llm-cache-1"
+# what SQLite answers for a file that is no database, or one whose pages are damaged
+CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+class CorruptCache(sqlite3.DatabaseError):
+    """``PRAGMA quick_check`` found damage (its first finding is the message)."""
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database file is damaged or not a database."""
+    return isinstance(exc, CorruptCache) or (
+        isinstance(exc, sqlite3.DatabaseError) and getattr(exc, "sqlite_errorcode", None) in CORRUPT_CODES)
 
 
 class ResponseCache:
@@ -33,16 +56,50 @@ class ResponseCache:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / self.FILENAME
+        self.set_aside: Path | None = None  # where a corrupt cache file was moved
+        self._lock = threading.Lock()
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if not is_corrupt(exc):
+                raise
+            self.set_aside = self._move_aside()
+            warnings.warn(f"the response cache {self.path} is damaged ({exc}): moved it aside to {self.set_aside} "
+                          "and started an empty cache; the answers it held are asked again (delete the moved "
+                          "file once you no longer need it)", RuntimeWarning, stacklevel=2)
+            self._db = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the file (created if missing) and check it: a damaged one
+        raises a ``DatabaseError`` that :func:`is_corrupt` recognises."""
         # sqlite would create the file 0644 whatever the umask (its -wal and
         # -shm files copy the database's mode): create it as open() does
         self.path.touch(exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
-        )
+        db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
+            )
+            found = db.execute("PRAGMA quick_check(1)").fetchone()
+            if found is None or found[0] != "ok":
+                raise CorruptCache(found[0] if found else "quick_check gave no answer")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        """Rename the damaged file (and its -wal / -shm) to
+        ``<name>.corrupt-<UTC time>``; the new name."""
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, f"{target}{suffix}")
+        return target
 
     @staticmethod
     def key(base_url: str, body_json: str) -> str:

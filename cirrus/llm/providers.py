@@ -4,7 +4,7 @@ providers, used when no ``--base-url`` is given."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +50,14 @@ class ModelAuthError(EndpointError):
 class Endpoint:
     """A model at a base URL, with the name of the variable holding its key.
     The key itself is read from the environment only when a client is made
-    and is never stored in configs, logs or results."""
+    and is never stored in configs, logs or results.  ``option_prefix``
+    names the command-line options that choose them, for messages
+    (:func:`option`); it is no part of the endpoint's identity."""
 
     model: str
     base_url: str
     api_key_env: str | None
+    option_prefix: str = field(default="", compare=False)
 
     def key_refused(self, status: int, role: str = "", option: str = "--api-key-env") -> ModelAuthError:
         """The error for a 401/403 from this endpoint, naming the key's
@@ -75,9 +78,16 @@ class Endpoint:
         if not key:
             raise EndpointError(
                 f"model {self.model!r} at {shown_url(self.base_url)} needs an API key: set the environment "
-                f"variable {self.api_key_env} (or choose another with --api-key-env)"
+                f"variable {self.api_key_env} (or choose another with {option(self.option_prefix, 'api-key-env')})"
             )
         return key
+
+
+def option(prefix: str, name: str) -> str:
+    """The command-line option ``name`` of a role whose options carry
+    ``prefix``: ``--judge-base-url`` for ("judge", "base-url"),
+    ``--base-url`` for ("", "base-url")."""
+    return f"--{prefix}-{name}" if prefix else f"--{name}"
 
 
 # query parameters whose values are shown: they never carry a credential
@@ -103,17 +113,21 @@ def shown_url(url: str | None) -> str | None:
     return urlunsplit(parts._replace(fragment=""))
 
 
-def resolve_endpoint(model: str, base_url: str | None = None, api_key_env: str | None = None) -> Endpoint:
+def resolve_endpoint(model: str, base_url: str | None = None, api_key_env: str | None = None, *,
+                     option_prefix: str = "") -> Endpoint:
+    """Where ``model`` is served: ``base_url``, else the provider registry.
+    ``option_prefix`` names the running command's options for this role
+    (``judge``: ``--judge-base-url``), which the errors tell the user to pass."""
     if base_url:
-        return Endpoint(model, base_url.rstrip("/"), api_key_env)
+        return Endpoint(model, base_url.rstrip("/"), api_key_env, option_prefix)
     lowered = model.lower()
     for provider in providers():
         prefix = next((p for p in provider.prefixes if lowered.startswith(p.lower())), None)
         if prefix is not None:
             served = model[len(prefix):] if prefix.endswith("/") else model
-            return Endpoint(served, provider.base_url, api_key_env or provider.api_key_env or None)
+            return Endpoint(served, provider.base_url, api_key_env or provider.api_key_env or None, option_prefix)
     known = ", ".join(f"{p.name} ({'/'.join(p.prefixes)}*)" for p in providers())
     raise EndpointError(
-        f"don't know where model {model!r} is served: pass --base-url, or add a provider to cirrus.toml "
-        f"(known providers: {known})"
+        f"don't know where model {model!r} is served: pass {option(option_prefix, 'base-url')}, or add a provider "
+        f"to cirrus.toml (known providers: {known})"
     )

@@ -38,15 +38,20 @@ Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
 order given).  Report files of an earlier report in the same folder that this
 one does not write (``paired.parquet`` after ``--bootstrap 0``) are removed,
 so the folder always holds one consistent report.
+
+Every file is written to a temporary file and renamed into place, so a full
+disk leaves each report file whole (the old one or the new one, never a cut
+one) and stops the command with one line, exit status 1: "could not write
+the report: disk full while writing <path>: free space and run cirrus report
+again; the runs themselves are untouched".
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -66,6 +71,8 @@ DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
 REPORT_FILE = "report.json"
+# what a full disk's error says to do (cirrus.files.DiskFullError)
+REPORT_DISK_FULL_ADVICE = "free space and run cirrus report again; the runs themselves are untouched"
 COMPARE_DIR = "_compare"
 _MAX_DIR_NAME = 120
 
@@ -147,36 +154,33 @@ def comparability_warnings(runs: Sequence[Any], k: int | None = None) -> list[st
 
 
 def _write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
-    """Write atomically, with the schema version also in the file's metadata."""
-    from cirrus.files import create_mode
+    """Write atomically, with the schema version also in the file's metadata.
+    The table is encoded in memory (report tables are small) and written
+    with :func:`~cirrus.files.atomic_writer`: a full disk is a
+    :class:`~cirrus.files.DiskFullError` naming the file, the old file kept."""
+    from cirrus.files import atomic_writer
     from cirrus.report.schema import SCHEMA_VERSION
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, create_mode())  # mkstemp's 0600; every file Cirrus writes has open()'s mode
-    finally:
-        os.close(fd)
-    try:
-        frame.write_parquet(tmp, metadata={"cirrus.report.schema_version": str(SCHEMA_VERSION),
-                                           "cirrus.report.table": table})
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, metadata={"cirrus.report.schema_version": str(SCHEMA_VERSION),
+                                          "cirrus.report.table": table})
+    with atomic_writer(path, binary=True, advice=REPORT_DISK_FULL_ADVICE) as out:
+        out.write(buffer.getbuffer())
 
 
 def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootstrap: int = DEFAULT_N_BOOT,
                    seed: int = DEFAULT_SEED, *, k: int | None = None, config: Path | None = None,
                    prices: Mapping[str, Price | Mapping[str, Any]] | None = None,
-                   confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:
+                   confidence: float = DEFAULT_CONFIDENCE, token_bands: str = "paper") -> dict[str, Any]:
     """Compute and write the report of ``run_ids`` (see the module doc).
 
     ``bootstrap``: replicates of the bootstrap (0: no intervals, no paired
     tests); ``seed``: its seed; ``k``: K of pass@K (default: each run's own);
     ``prices``: ``{model: Price or {input_per_mtok, output_per_mtok,
     currency}}``, else the ``[prices]`` table of ``config`` /
-    ``<workspace>/cirrus.toml`` / ``./cirrus.toml``.
+    ``<workspace>/cirrus.toml`` / ``./cirrus.toml``; ``token_bands``: the
+    token bands of subtask runs' Table 4 (``paper``: 0-8k, 8k-16k, 16k+;
+    ``fine``: <1k ... 16k+).
 
     Returns ``{"out_dir": Path, "files": {file name: Path}, "leaderboard":
     DataFrame, "intervals": DataFrame | None, "paired": DataFrame | None,
@@ -195,11 +199,13 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
 
     if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 0:
         raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
-    from cirrus.report.subtask import split_modes, subtask_manifest, subtask_report, write_subtask_tables
+    from cirrus.report.subtask import split_modes, subtask_manifest, subtask_report, token_bands as bands_called
+    from cirrus.report.subtask import write_subtask_tables
 
+    bands = bands_called(token_bands)
     walk_ids, subtask_ids = split_modes(workspace, list(run_ids))
     if subtask_ids and not walk_ids:  # subtask runs only: their tables, never the walk leaderboard
-        return subtask_report(subtask_ids, workspace, out, bootstrap, seed, k=k, confidence=confidence)
+        return subtask_report(subtask_ids, workspace, out, bootstrap, seed, k=k, confidence=confidence, bands=bands)
     runs = load_runs(workspace, walk_ids)
     price_table = dict(prices) if prices is not None else load_prices(workspace, config)
     warnings = [w for run in runs for w in run.warnings] + comparability_warnings(runs, k)
@@ -243,7 +249,8 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         if name not in tables:
             (out_dir / name).unlink(missing_ok=True)
     # subtask runs given with walks: their own tables beside (docs/subtasks.md)
-    subtask_part = write_subtask_tables(subtask_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence)
+    subtask_part = write_subtask_tables(subtask_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence,
+                                        bands=bands)
     files.update(subtask_part["files"])
     warnings += subtask_part["warnings"]
     from cirrus.report.html import HTML_FILE, report_extras, write_extras, write_html_report
@@ -262,9 +269,10 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
                   "self_judged": run.self_judged} for run in runs],
         "subtask_runs": subtask_manifest(subtask_part["runs"]),
         "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
+        **({"token_bands": bands.name} if subtask_ids else {}),
         "files": sorted(files), "warnings": warnings, "noise": noise_summary(noise_table, paired_table),
     }
-    with atomic_writer(out_dir / REPORT_FILE) as handle:
+    with atomic_writer(out_dir / REPORT_FILE, advice=REPORT_DISK_FULL_ADVICE) as handle:
         json.dump(manifest, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
     files[REPORT_FILE] = out_dir / REPORT_FILE
@@ -347,15 +355,24 @@ def report(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = DEFAULT_SEED,
     k: Annotated[Optional[int], typer.Option("--k", min=1, help="K of pass@K and pass^K (default: each run's --pass-k).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="Settings file with a \\[prices] table (default: cirrus.toml in the workspace or here).")] = None,
+    token_bands: Annotated[str, typer.Option("--token-bands", help="Token bands of subtask runs' Table 4 (the agent's whole input): paper (0-8k, 8k-16k, 16k+, as the paper) or fine (<1k, 1k-2k, 2k-4k, 4k-8k, 8k-16k, 16k+).")] = "paper",
 ) -> None:
-    """Leaderboard, breakdowns and confidence intervals of finished runs, as Parquet."""
+    """Leaderboard, breakdowns and confidence intervals of finished runs, as Parquet.
+
+    Exit status: 0 when the report is written; 2 for an unknown or
+    unfinished run, a broken file or a bad option; 1 when it cannot be
+    written (a full disk: the file is named, the runs are untouched).
+    """
     from cirrus.cli import _fail, console  # imported here: cirrus.cli imports this module
     from cirrus.report.loading import ReportError
 
     try:
-        result = report_command(run_ids, workspace, out, bootstrap, seed, k=k, config=config)
+        result = report_command(run_ids, workspace, out, bootstrap, seed, k=k, config=config, token_bands=token_bands)
     except (ReportError, ValueError) as exc:
         _fail(str(exc))
+        return
+    except OSError as exc:  # a full disk, a read-only folder: said in one line, the runs untouched
+        _fail(write_error(exc), code=1)
         return
     from cirrus.report.subtask import print_subtask_report
 
@@ -366,6 +383,20 @@ def report(
 
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(warning)}")  # a warning may name [prices."model"]
+
+
+def write_error(exc: OSError) -> str:
+    """The line ``cirrus report`` exits with when it cannot write (exit
+    status 1): a full disk's :class:`~cirrus.files.DiskFullError` names the
+    file and what to do; another error its reason and file."""
+    from cirrus.files import DiskFullError, disk_full, is_disk_full
+
+    if is_disk_full(exc) and not isinstance(exc, DiskFullError):
+        exc = disk_full(exc, exc.filename or "the report folder", REPORT_DISK_FULL_ADVICE)
+    if isinstance(exc, DiskFullError):
+        return f"could not write the report: {exc}"
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"could not write the report: {exc.strerror or exc}{where}; the runs themselves are untouched"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:

@@ -10,7 +10,9 @@ frames it writes as Parquet) with the Jinja2 template
 * bar charts of every breakdown (category, checkpoints, input tokens, tools:
   SR pass@1 and ATPR; reply type: acceptance and coverage rate), with error
   bars where ``intervals`` has the group;
-* SR pass@1 against AMTL (quality against latency), one point per run;
+* SR pass@1 against AMTL (quality against the paper's token-based
+  latency: mean output tokens of the accepted turns, not seconds), one
+  point per run;
 * cost next to quality: per run the cost of each role (agent, judge,
   fluency), the total, the cost per success and the prompt-cache share
   (``summary.json``'s ``cost`` / ``usage``, see the leaderboard's cost
@@ -328,7 +330,8 @@ def _scatter_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], 
     if not drawable:
         return None, left_out
     svg = _sr_against(rows, runs, drawable, colors, cis, "amtl", "chart-quality-latency",
-                      xlabel="AMTL: mean output tokens of accepted turns (lower = faster)", x_intervals=True,
+                      xlabel="AMTL: mean output tokens per accepted turn (token-based latency; lower = faster)",
+                      x_intervals=True,
                       min_span=1.0, floor_share=0.0)
     return svg, left_out
 
@@ -662,13 +665,14 @@ def write_extras(extras: ReportExtras, out_dir: Path) -> dict[str, Path]:
     ``out_dir``; remove those an earlier report there left and this one
     does not write.  Returns ``{file name: path}`` of the files written."""
     from cirrus.files import atomic_writer
+    from cirrus.report.command import REPORT_DISK_FULL_ADVICE
     from cirrus.report.diff import DIFF_FILE, write_diff
     from cirrus.stats_command import stats_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     if extras.stats is not None:
-        with atomic_writer(out_dir / STATS_FILE) as handle:
+        with atomic_writer(out_dir / STATS_FILE, advice=REPORT_DISK_FULL_ADVICE) as handle:
             handle.write(stats_json(extras.stats))
         written[STATS_FILE] = out_dir / STATS_FILE
     if extras.diff is not None:
@@ -1185,10 +1189,11 @@ def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], o
     and run diff (:func:`report_extras`; computed when not given).
     """
     from cirrus.files import atomic_writer
+    from cirrus.report.command import REPORT_DISK_FULL_ADVICE
 
     text = render_html(runs, tables, workspace, warnings, extras=extras)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / HTML_FILE
-    with atomic_writer(path) as handle:
+    with atomic_writer(path, advice=REPORT_DISK_FULL_ADVICE) as handle:
         handle.write(text)
     return path

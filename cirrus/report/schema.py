@@ -257,9 +257,10 @@ _SUBTASK_BOOT = (
 TABLES.update({
     "subtask_by_tokens": (
         _VERSION, _RUN, _MODEL,
-        Column("band", STR, "Input tokens of the subtask (its real history + query, tiktoken cl100k_base; `input_tokens` of `subtasks.parquet`): `<1k`, `1k-2k`, `2k-4k`, `4k-8k`, `8k+` (lower edge included). Every band is listed, with zero counts when empty (paper Table 4)."),
+        Column("band", STR, "Band of the agent's whole input tokens (system prompt, knowledge, tools, real history + query; `input_tokens` of `subtasks.parquet`): by default the paper's `0-8k`, `8k-16k`, `16k+`; with `cirrus report --token-bands fine` `<1k`, `1k-2k`, `2k-4k`, `4k-8k`, `8k-16k`, `16k+` (lower edge included). Every band is listed, with zero counts when empty (paper Table 4)."),
         *_SUBTASK_COUNTS, *_SUBTASK_PASS,
-        *_interval("tia", "tia", "Mean TIA over the ok subtask attempts: the turn called a tool exactly when the reference did."),
+        *_interval("tia", "tia", "Mean TIA over all ok subtask attempts: the turn called a tool exactly when the reference did (a subtask that needs no tool counts when the agent called none)."),
+        *_interval("tia_tool", "tia_tool", "Mean TIA over the ok attempts of subtasks whose reference calls a tool (`needs_tool`): the population of TSA and TEV, and of the paper's TIA column as we read it."),
         *_interval("tsa", "tsa", "Mean TSA over the ok subtask attempts whose checkpoint has reference tool calls."),
         *_interval("tev", "tev", "Mean TEV over the ok subtask attempts whose checkpoint has reference tool calls."),
         *_SUBTASK_BOOT,
@@ -351,7 +352,7 @@ _SUBTASK_MEANINGS = {
     "checkpoint": "k: the checkpoint (1-based) this subtask asks: the agent answered its query after the real dialogue up to it (docs/subtasks.md).",
     "category": "The task's service category.",
     "reply_type": "The reference reply type of checkpoint k: Solution, Standard, Inquire, Clarify, Appease.",
-    "input_tokens": "Tokens of the subtask's input: the real history + query, counted offline with tiktoken cl100k_base as ingest counts `stats.input_tokens` (system prompt, knowledge and tools left out, so it does not depend on the model); the token band of `subtask_by_tokens` is taken from it.",
+    "input_tokens": "Tokens of the agent's whole input for the subtask, as the paper's Table 4 counts it: the system message (the agent's system prompt with the task's knowledge), the tool schemas as JSON, and the real history + query (each message's text and tool calls as JSON), counted offline with tiktoken cl100k_base; the token band of `subtask_by_tokens` is taken from it. Runs written before `dialogue_tokens` existed hold the dialogue's count here.",
     "api_input_tokens": "Input tokens the API reported for the agent's turn (all its model calls); null for an offline baseline (no model call) and error subtasks.",
     "tia": "TIA: the turn called any tool exactly when checkpoint k's reference did; null for error subtasks.",
     "tsa": "TSA: every tool name of the reference calls was called; null when k has no reference tool calls (or on error).",
@@ -364,6 +365,8 @@ _SUBTASK_MEANINGS = {
     "error": "Why an error subtask failed (one line); null when ok.",
     "wall_s": "Wall time of the subtask (the agent's turn and the judge), seconds.",
     "judge_votes": "With a judge panel: every member's coverage verdict, a JSON array of `{\"checkpoint\": k, \"judge\": name, \"ok\": bool}`; null with a single judge.",
+    "dialogue_tokens": "Tokens of the real history + query alone (each message's text, or its tool calls as JSON, one per line; tiktoken cl100k_base, as ingest counts `stats.input_tokens`): the same for every model and prompt.",
+    "needs_tool": "Whether checkpoint k's reference made tool calls: the subtasks of `tia_tool`, `tsa` and `tev`.",
 }
 
 

@@ -18,7 +18,11 @@ first.
 Reads ``reports/<RUN_ID>/`` as the run store writes it (``attempts.jsonl``,
 ``transcripts.jsonl``, ``summary.json``), so a run still going, or killed,
 can be looked at too (its summary is then missing and said so).  Texts longer
-than ``--width`` characters are cut unless ``--full`` is given.
+than ``--width`` characters are cut unless ``--full`` is given; output that
+is not a terminal (piped, redirected) is then laid out for that width too
+(:func:`walk_width`), so a line is about ``--width`` plus the labels wide
+and the texts that are never cut (a failure's description) wrap, as they do
+in a terminal.
 """
 
 from __future__ import annotations
@@ -158,6 +162,21 @@ def _mark(value: Any) -> Text:
     if value is None:
         return Text("-", style="dim")
     return Text("yes", style="green") if value else Text("NO", style="bold red")
+
+
+# what a walk's panel adds to its texts: the label column ("context: tool result"),
+# the borders and padding, and the " [... N more chars]" that _cut appends
+WALK_OVERHEAD = 40
+
+
+def walk_width(console: Any, width: int | None) -> int | None:
+    """The width a walk is printed at: ``--width`` plus the panel's
+    labels and borders when the output is not a terminal and texts are cut
+    (``width`` given); ``None`` (the console's own width) otherwise: a
+    terminal keeps its width, ``--full`` output its long lines."""
+    if width is None or getattr(console, "is_terminal", True):
+        return None
+    return width + WALK_OVERHEAD
 
 
 def _cut(text: str, width: int | None) -> str:
@@ -315,7 +334,7 @@ def show(
     failed_only: Annotated[bool, typer.Option("--failed", help="Only attempts that did not succeed (or, with --task, its first failing attempt).")] = False,
     limit: Annotated[int, typer.Option(min=1, help="Most attempts listed without --task.")] = 50,
     full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
-    width: Annotated[int, typer.Option(min=40, help="Cut texts longer than this many characters (unless --full).")] = 600,
+    width: Annotated[int, typer.Option(min=40, help="Cut texts longer than this many characters (unless --full); piped or redirected output is laid out for this width too.")] = 600,
     workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
 ) -> None:
     """Show a run: its summary, and one task's walk with the verdict at each checkpoint."""
@@ -366,7 +385,7 @@ def show(
         out.print(Text(f"task {task} has no failing attempt in run {run_id} "
                        f"({len(attempts)} attempts, all successful)"))
         return
-    out.print(walk_view(view, chosen, cut, expand=not getattr(out, "unbounded", False)))
+    out.print(walk_view(view, chosen, cut, expand=not getattr(out, "unbounded", False)), width=walk_width(out, cut))
     others = [r for r in attempts if r is not chosen]
     if others:
         listed = ", ".join(f"{r['attempt']}: {'error' if r.get('status') != 'ok' else 'ok' if r.get('success') else 'failed'}"

@@ -1,5 +1,6 @@
 """The report of subtask runs (``cirrus eval --mode subtask``): the paper's
-Table 4 (scores by the subtask's input-token band) and Figure 6 (pass@1,
+Table 4 (scores by the band of the agent's whole input: by default the
+paper's 0-8k, 8k-16k, 16k+; ``fine`` bands on request) and Figure 6 (pass@1,
 pass@K and AMTL by reference reply type), with bootstrap intervals.
 
 Pure part (plain rows in, plain rows out; no polars): :func:`token_band`,
@@ -11,7 +12,10 @@ exact to the estimator:
 
 * ``pass_at_1``: mean over subtasks (with an ok attempt) of ``c / n``;
 * ``pass_at_k``: mean over subtasks with ``n >= K`` of ``1 - C(n-c, K)/C(n, K)``;
-* ``tia``, ``tsa``, ``tev``, ``rr``: means over ok subtask attempts where defined;
+* ``tia``, ``tsa``, ``tev``, ``rr``: means over ok subtask attempts where defined
+  (TSA and TEV: subtasks whose reference calls a tool);
+* ``tia_tool``: TIA over the ok attempts of subtasks whose reference calls a
+  tool only (the population of the paper's TIA column, as we read it);
 * ``amtl``: mean STL of the accepted ok subtask attempts.
 
 Edges: :func:`load_subtask_run` (``reports/<run_id>/subtasks.parquet`` and
@@ -32,33 +36,64 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cirrus.evaluate.subtask import needs_tool
 from cirrus.metrics import pass_at_k
 from cirrus.schema import REPLY_TYPES
 
-# Token bands of a subtask's input (real history + query, cl100k tokens):
-# support tickets run from a short first message to long multi-day threads
-TOKEN_BAND_EDGES = (1_000, 2_000, 4_000, 8_000)
-TOKEN_BANDS = ("<1k", "1k-2k", "2k-4k", "4k-8k", "8k+")
+
+
+@dataclass(frozen=True)
+class TokenBands:
+    """Bands of a subtask's input tokens (the agent's whole input: system
+    message, tools, real history + query): ``labels[i]`` holds the counts
+    below ``edges[i]`` (and at or above the edge before); the last label
+    holds the rest."""
+
+    name: str
+    edges: tuple[int, ...]
+    labels: tuple[str, ...]
+
+    def band(self, tokens: int | None) -> str:
+        if tokens is None:
+            return UNKNOWN
+        for edge, label in zip(self.edges, self.labels):
+            if tokens < edge:
+                return label
+        return self.labels[-1]
+
+
 UNKNOWN = "unknown"
-TOKEN_METRICS = ("pass_at_1", "pass_at_k", "tia", "tsa", "tev")  # Table 4
+# The paper's Table 4 bands (its inputs run from 520 to 37,054 tokens), the default
+PAPER_BANDS = TokenBands("paper", (8_000, 16_000), ("0-8k", "8k-16k", "16k+"))
+# Finer bands for short-ticket workspaces, where every subtask is under 8k (`cirrus report --token-bands fine`)
+FINE_BANDS = TokenBands("fine", (1_000, 2_000, 4_000, 8_000, 16_000),
+                        ("<1k", "1k-2k", "2k-4k", "4k-8k", "8k-16k", "16k+"))
+TOKEN_BAND_SCHEMES = {bands.name: bands for bands in (PAPER_BANDS, FINE_BANDS)}
+TOKEN_BAND_EDGES = PAPER_BANDS.edges
+TOKEN_BANDS = PAPER_BANDS.labels
+TOKEN_METRICS = ("pass_at_1", "pass_at_k", "tia", "tia_tool", "tsa", "tev")  # Table 4
 REPLY_TYPE_METRICS = ("pass_at_1", "pass_at_k", "amtl")  # Figure 6
-ALL_METRICS = ("pass_at_1", "pass_at_k", "tia", "tsa", "tev", "rr", "amtl")
+ALL_METRICS = ("pass_at_1", "pass_at_k", "tia", "tia_tool", "tsa", "tev", "rr", "amtl")
 BY_TOKENS_FILE = "subtask_by_tokens.parquet"
 BY_REPLY_TYPE_FILE = "subtask_by_reply_type.parquet"
 SUBTASK_REPORT_FILES = {BY_TOKENS_FILE: "subtask_by_tokens", BY_REPLY_TYPE_FILE: "subtask_by_reply_type"}
-METRIC_TITLES = {"pass_at_1": "pass@1", "pass_at_k": "pass@K", "tia": "TIA", "tsa": "TSA", "tev": "TEV",
+METRIC_TITLES = {"pass_at_1": "pass@1", "pass_at_k": "pass@K", "tia": "TIA", "tia_tool": "TIA (tool)", "tsa": "TSA",
+                 "tev": "TEV",
                  "rr": "RR", "amtl": "AMTL"}
 
 
-def token_band(tokens: int | None) -> str:
-    """The band label of a subtask's input tokens: ``<1k`` (< 1,000),
-    ``1k-2k``, ``2k-4k``, ``4k-8k``, ``8k+`` (>= 8,000); ``unknown`` for None."""
-    if tokens is None:
-        return UNKNOWN
-    for edge, label in zip(TOKEN_BAND_EDGES, TOKEN_BANDS):
-        if tokens < edge:
-            return label
-    return TOKEN_BANDS[-1]
+def token_band(tokens: int | None, bands: TokenBands = PAPER_BANDS) -> str:
+    """The band label of a subtask's input tokens: by default the paper's
+    ``0-8k`` (< 8,000), ``8k-16k``, ``16k+`` (>= 16,000); ``unknown`` for None."""
+    return bands.band(tokens)
+
+
+def token_bands(name: str) -> TokenBands:
+    """The band scheme called ``name`` (``paper`` or ``fine``); ValueError naming the choices."""
+    try:
+        return TOKEN_BAND_SCHEMES[name]
+    except KeyError:
+        raise ValueError(f"unknown token bands {name!r}; choose {' or '.join(TOKEN_BAND_SCHEMES)}") from None
 
 
 # --------------------------------------------------------------------------
@@ -71,7 +106,8 @@ def task_sums(rows: Iterable[Mapping[str, Any]], k: int,
     """Per task, per metric: ``(sum, count)``, so that a metric over any set
     of tasks is ``sum of sums / sum of counts`` (see the module doc).
     ``rows``: subtask rows (``task_id``, ``checkpoint``, ``status``,
-    ``accepted``, ``tia``, ``tsa``, ``tev``, ``rr``, ``stl``)."""
+    ``accepted``, ``tia``, ``tsa``, ``tev``, ``rr``, ``stl``, and
+    ``needs_tool`` for ``tia_tool``)."""
     unknown = set(metrics) - set(ALL_METRICS)
     if unknown:
         raise ValueError(f"unknown subtask metrics {sorted(unknown)}; known: {', '.join(ALL_METRICS)}")
@@ -90,6 +126,9 @@ def task_sums(rows: Iterable[Mapping[str, Any]], k: int,
             if metric in task and row.get(metric) is not None:
                 task[metric][0] += float(bool(row[metric]))
                 task[metric][1] += 1
+        if "tia_tool" in task and row.get("tia") is not None and needs_tool(row):
+            task["tia_tool"][0] += float(bool(row["tia"]))
+            task["tia_tool"][1] += 1
         if "amtl" in task and row["accepted"] and row.get("stl") is not None:
             task["amtl"][0] += float(row["stl"])
             task["amtl"][1] += 1
@@ -158,10 +197,11 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def by_tokens(rows: Sequence[Mapping[str, Any]], k: int, **bootstrap: Any) -> list[dict[str, Any]]:
-    """Table 4: :func:`group_rows` by :func:`token_band` of ``input_tokens``,
-    with :data:`TOKEN_METRICS`."""
-    return group_rows(rows, lambda r: token_band(r.get("input_tokens")), TOKEN_BANDS, k, TOKEN_METRICS, **bootstrap)
+def by_tokens(rows: Sequence[Mapping[str, Any]], k: int, bands: TokenBands = PAPER_BANDS,
+              **bootstrap: Any) -> list[dict[str, Any]]:
+    """Table 4: :func:`group_rows` by the ``bands`` of ``input_tokens`` (the
+    agent's whole input), with :data:`TOKEN_METRICS`."""
+    return group_rows(rows, lambda r: bands.band(r.get("input_tokens")), bands.labels, k, TOKEN_METRICS, **bootstrap)
 
 
 def by_reply_type(rows: Sequence[Mapping[str, Any]], k: int, **bootstrap: Any) -> list[dict[str, Any]]:
@@ -187,6 +227,9 @@ class SubtaskRun:
     summary: dict[str, Any]
     config: dict[str, Any]
     rows: list[dict[str, Any]]
+    # written before input_tokens counted the agent's whole input: its
+    # input_tokens are the dialogue's alone (real history + query)
+    dialogue_only_tokens: bool = False
 
     @property
     def model(self) -> str:
@@ -227,7 +270,7 @@ def load_subtask_run(workspace: Path, run_id: str) -> SubtaskRun:
     for an unfinished or damaged one, or a walk run."""
     import polars as pl
 
-    from cirrus.evaluate.subtask import MODE_SUBTASK, SUBTASK_COLUMNS, SUBTASKS_FILE, run_mode
+    from cirrus.evaluate.subtask import LATER_SUBTASK_COLUMNS, MODE_SUBTASK, SUBTASK_COLUMNS, SUBTASKS_FILE, run_mode
     from cirrus.report.loading import ReportError, check_run_id
     from cirrus.workspace import REPORTS_DIR
 
@@ -249,23 +292,32 @@ def load_subtask_run(workspace: Path, run_id: str) -> SubtaskRun:
         frame = pl.read_parquet(table)
     except Exception as exc:  # noqa: BLE001  (polars raises several kinds for a damaged file)
         raise ReportError(f"{table}: not a readable Parquet file ({exc})") from exc
-    missing = [c for c in SUBTASK_COLUMNS if c not in frame.columns]
+    missing = [c for c in SUBTASK_COLUMNS if c not in frame.columns and c not in LATER_SUBTASK_COLUMNS]
     if missing:
         raise ReportError(f"{table}: missing columns {', '.join(missing)}")
-    return SubtaskRun(run_id, directory, parts[0], parts[1] if isinstance(parts[1], dict) else {}, frame.to_dicts())
+    dialogue_only = "dialogue_tokens" not in frame.columns
+    rows = frame.to_dicts()
+    for row in rows:
+        for column in LATER_SUBTASK_COLUMNS:
+            row.setdefault(column, None)
+    return SubtaskRun(run_id, directory, parts[0], parts[1] if isinstance(parts[1], dict) else {}, rows,
+                      dialogue_only_tokens=dialogue_only)
 
 
 def subtask_tables(runs: Sequence[SubtaskRun], *, k: int | None = None, n_boot: int = 2000, seed: int = 0,
-                   confidence: float = 0.95) -> dict[str, Any]:
+                   confidence: float = 0.95, bands: TokenBands = PAPER_BANDS) -> dict[str, Any]:
     """``{file name: polars frame}`` of :data:`SUBTASK_REPORT_FILES`, one
     row per (run, segment), conformed to their schemas.  ``k``: K of pass@K
-    (default: each run's own)."""
+    (default: each run's own); ``bands``: Table 4's token bands."""
+    import functools
+
     import polars as pl
 
     from cirrus.report.schema import conform, empty
 
     out = {}
-    for name, table, build, label in ((BY_TOKENS_FILE, "subtask_by_tokens", by_tokens, "band"),
+    for name, table, build, label in ((BY_TOKENS_FILE, "subtask_by_tokens", functools.partial(by_tokens, bands=bands),
+                                       "band"),
                                       (BY_REPLY_TYPE_FILE, "subtask_by_reply_type", by_reply_type, "reply_type")):
         rows = []
         for run in runs:
@@ -280,15 +332,26 @@ def subtask_tables(runs: Sequence[SubtaskRun], *, k: int | None = None, n_boot: 
     return out
 
 
+def token_warnings(runs: Sequence[SubtaskRun]) -> list[str]:
+    """A warning per run whose ``input_tokens`` count the dialogue only
+    (written before they counted the agent's whole input): its token bands
+    are not comparable with the paper's or with newer runs'."""
+    return [f"subtask run {run.run_id} was written before input_tokens counted the agent's whole input (system "
+            f"prompt, knowledge, tools, history); its token bands count the real history + query only: run it again "
+            f"to compare its Table 4 with the paper's" for run in runs if run.dialogue_only_tokens]
+
+
 def write_subtask_tables(run_ids: Sequence[str], workspace: Path, out_dir: Path, bootstrap: int, seed: int, *,
-                         k: int | None = None, confidence: float = 0.95) -> dict[str, Any]:
+                         k: int | None = None, confidence: float = 0.95,
+                         bands: TokenBands = PAPER_BANDS) -> dict[str, Any]:
     """The subtask part of a report into ``out_dir``: the tables of the
     subtask runs ``run_ids`` (none: the subtask files an earlier report left
     there are removed).  Returns ``{"runs", "tables", "files", "warnings"}``."""
     from cirrus.report.command import _write_parquet, comparability_warnings
 
     runs = [load_subtask_run(workspace, run_id) for run_id in run_ids]
-    tables = subtask_tables(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence) if runs else {}
+    tables = subtask_tables(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence,
+                            bands=bands) if runs else {}
     files = {}
     for name, table in SUBTASK_REPORT_FILES.items():
         if name in tables:
@@ -296,12 +359,13 @@ def write_subtask_tables(run_ids: Sequence[str], workspace: Path, out_dir: Path,
             files[name] = out_dir / name
         else:
             (out_dir / name).unlink(missing_ok=True)
-    warnings = comparability_warnings(runs, k) if runs else []
-    return {"runs": runs, "tables": tables, "files": files, "warnings": warnings}
+    warnings = [*comparability_warnings(runs, k), *token_warnings(runs)] if runs else []
+    return {"runs": runs, "tables": tables, "files": files, "warnings": warnings, "bands": bands.name}
 
 
 def subtask_report(run_ids: Sequence[str], workspace: Path, out: Path | None, bootstrap: int, seed: int, *,
-                   k: int | None = None, confidence: float = 0.95) -> dict[str, Any]:
+                   k: int | None = None, confidence: float = 0.95,
+                   bands: TokenBands = PAPER_BANDS) -> dict[str, Any]:
     """``cirrus report`` when every run given is a subtask run: the two
     subtask tables and ``report.json`` (no walk tables: a subtask run is
     never put on the walk leaderboard).  Returns what
@@ -319,14 +383,15 @@ def subtask_report(run_ids: Sequence[str], workspace: Path, out: Path | None, bo
         raise ReportError("a run is given twice")
     out_dir = out if out is not None else default_out_dir(workspace, list(run_ids))
     out_dir.mkdir(parents=True, exist_ok=True)
-    part = write_subtask_tables(run_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence)
+    part = write_subtask_tables(run_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence,
+                                bands=bands)
     for name in (*FILES, HTML_FILE):  # walk tables of an earlier report in this folder
         (out_dir / name).unlink(missing_ok=True)
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "workspace": str(workspace), "runs": [], "subtask_runs": subtask_manifest(part["runs"]),
-        "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
+        "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence, "token_bands": bands.name,
         "files": sorted(part["files"]), "warnings": part["warnings"],
     }
     with atomic_writer(out_dir / REPORT_FILE) as handle:
@@ -373,7 +438,7 @@ def table_views(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     (:func:`subtask_html_section`)."""
     views = {}
     specs = ((BY_TOKENS_FILE, "band", TOKEN_METRICS,
-              "Table 4: subtasks by input-token band (real history + query)"),
+              "Table 4: subtasks by the agent's input tokens (system prompt, knowledge, tools, real history + query)"),
              (BY_REPLY_TYPE_FILE, "reply_type", REPLY_TYPE_METRICS, "Figure 6: subtasks by reference reply type"))
     for name, label, metrics, title in specs:
         frame = tables.get(name)
@@ -425,7 +490,8 @@ def print_subtask_summary(summary: Mapping[str, Any], directory: Path) -> None:
         ("tasks / subtasks", f"{summary['n_tasks']} / {summary['n_subtasks']}"),
         ("subtask attempts ok (errors)", f"{summary['n_ok']} ({summary['subtask_errors']})"),
         *((key, summary[key]) for key in summary if key.startswith("pass@")),
-        ("ATIA", summary["atia"]), ("ATSA", summary["atsa"]), ("ATEV", summary["atev"]), ("ARR", summary["arr"]),
+        ("ATIA", summary["atia"]), ("ATIA, subtasks that need a tool", summary.get("atia_tool")),
+        ("ATSA", summary["atsa"]), ("ATEV", summary["atev"]), ("ARR", summary["arr"]),
         ("AMTL", summary["amtl"]), ("judge", summary["judge"])]
     for name, value in rows:
         table.add_row(name, _fmt(value))
@@ -497,8 +563,9 @@ def figure6_svg(frame: Any) -> str | None:
     return _svg(fig, "chart-subtask-reply-type")
 
 
-__all__ = ["ALL_METRICS", "BY_REPLY_TYPE_FILE", "BY_TOKENS_FILE", "REPLY_TYPE_METRICS", "SUBTASK_REPORT_FILES",
-           "TOKEN_BANDS", "TOKEN_BAND_EDGES", "TOKEN_METRICS", "SubtaskRun", "by_reply_type", "by_tokens",
+__all__ = ["ALL_METRICS", "BY_REPLY_TYPE_FILE", "BY_TOKENS_FILE", "FINE_BANDS", "PAPER_BANDS", "REPLY_TYPE_METRICS",
+           "SUBTASK_REPORT_FILES", "TOKEN_BANDS", "TOKEN_BAND_EDGES", "TOKEN_BAND_SCHEMES", "TOKEN_METRICS",
+           "SubtaskRun", "TokenBands", "token_bands", "token_warnings", "by_reply_type", "by_tokens",
            "figure6_svg", "group_rows", "interval_text", "load_subtask_run", "print_subtask_report",
            "print_subtask_summary", "split_modes", "subtask_html_section", "subtask_manifest", "subtask_report",
            "subtask_tables", "table_views", "task_sums", "token_band", "write_subtask_tables"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -171,7 +171,10 @@ class Deidentifier:
         per text.  A text longer than ``WINDOW`` characters is read in
         overlapping windows (:func:`windows`): Presidio's context step costs
         (spans x tokens) per text, so one huge text would take time that
-        grows with the square of its length."""
+        grows with the square of its length.  The pieces go through spaCy
+        in groups of at most ``GROUP_CHARS`` characters (:func:`piece_groups`):
+        a group's parsed documents are kept until its second look, so memory
+        is bounded by the group, not by the ticket's length."""
         pieces: list[tuple[str, tuple[str, ...], bool]] = []
         layout: list[list[tuple[int, int]]] = []  # per request: (piece index, offset)
         for text, context, ner in requests:
@@ -180,7 +183,7 @@ class Deidentifier:
                 parts.append((len(pieces), offset))
                 pieces.append((window, context, ner))
             layout.append(parts)
-        found = self._detect_pieces(pieces)
+        found = [spans for group in piece_groups(pieces) for spans in self._detect_pieces(group)]
         out = []
         for parts in layout:
             if len(parts) == 1:
@@ -642,6 +645,27 @@ def windows(text: str, size: int | None = None, overlap: int | None = None) -> l
         next_start = end - overlap
         space = text.find(" ", next_start, end)
         start = space + 1 if 0 <= space < end else next_start
+
+
+GROUP_CHARS = 100_000  # characters of text parsed by spaCy at once (docs held for the second look)
+
+
+def piece_groups(pieces: list[tuple[str, tuple[str, ...], bool]],
+                 limit: int | None = None) -> Iterator[list[tuple[str, tuple[str, ...], bool]]]:
+    """``pieces`` in consecutive groups of at most ``limit`` characters
+    (default ``GROUP_CHARS``; a longer piece alone): a ticket of ordinary
+    length is one group, as it always was."""
+    limit = limit or GROUP_CHARS
+    group: list[tuple[str, tuple[str, ...], bool]] = []
+    size = 0
+    for piece in pieces:
+        if group and size + len(piece[0]) > limit:
+            yield group
+            group, size = [], 0
+        group.append(piece)
+        size += len(piece[0])
+    if group:
+        yield group
 
 
 def _same_or(value: str | None, rewrite: Callable[[str], str]) -> str | None:

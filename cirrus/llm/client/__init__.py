@@ -20,7 +20,9 @@ Retries
     tenacity retries each request instead, so that every attempt passes
     through the endpoint's rate limiter: 429, 408, 409, 5xx, timeouts and
     connection errors (a body cut short included) and malformed 200 answers
-    (a body that is not JSON, no ``choices``, a choice without a message)
+    (a body that is not JSON, no ``choices``, a choice without a message;
+    one that is a JSON object is recorded in the usage ledger as the call it
+    was, with the tokens it reports: the endpoint answered, and may bill, it)
     are retried ``RoleConfig.max_retries`` times with exponential backoff and
     jitter; a ``Retry-After`` (or ``retry-after-ms``) header is honoured
     instead of the backoff (never waited less), and a 429's ``Retry-After``

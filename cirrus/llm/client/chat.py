@@ -40,7 +40,7 @@ from cirrus.llm.client.retry import (
 )
 from cirrus.llm.client.roles import RoleConfig
 from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
-from cirrus.usage import call_usage
+from cirrus.usage import call_usage, completion_usage
 from cirrus.usage import record as record_usage
 
 if TYPE_CHECKING:
@@ -288,8 +288,7 @@ class ChatClient:
                     except BaseException:
                         crowded += bool(getattr(slot, "crowded", False))
                         raise
-                    result = self._scrubbed(ChatResult.from_completion(completion, time.perf_counter() - started,
-                                                                        attempts))
+                    result = self._scrubbed(self._answer(completion, time.perf_counter() - started, attempts))
                     record_usage(self.role.name or "agent", result.usage(payload))
                     return result
         except (AuthenticationError, PermissionDeniedError) as exc:
@@ -301,6 +300,18 @@ class ChatClient:
         except (APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             raise self._infrastructure_error(exc, attempts) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _answer(self, completion: Any, latency_s: float, attempts: int) -> ChatResult:
+        """The :class:`ChatResult` of a 200 answer.  One that is a JSON
+        object but no usable chat completion (no choices, no message) is
+        retried, yet the endpoint answered it and may bill it: its usage (as
+        far as it reports one) is recorded as a call before it is retried."""
+        try:
+            return ChatResult.from_completion(completion, latency_s, attempts)
+        except _MalformedAnswer:
+            if isinstance(completion, ChatCompletion):
+                record_usage(self.role.name or "agent", completion_usage(getattr(completion, "usage", None)))
+            raise
 
     def _infrastructure_error(self, exc: BaseException, attempts: int) -> InfrastructureError:
         retried = f" after {attempts} attempts" if attempts > 1 else ""

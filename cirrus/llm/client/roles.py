@@ -83,6 +83,7 @@ class RoleConfig:
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         extra_body: Mapping[str, Any] | str | None = None,
+        option_prefix: str = "",
         **settings: Any,
     ) -> RoleConfig:
         """A role from command-line style options.  ``extra_body`` may be a
@@ -90,7 +91,9 @@ class RoleConfig:
         are the other fields (timeout, max_retries, rpm, concurrency,
         structured_output, ...).
         Without ``base_url`` the model is looked up in the provider registry
-        (:func:`~cirrus.llm.providers.resolve_endpoint`)."""
+        (:func:`~cirrus.llm.providers.resolve_endpoint`); ``option_prefix``
+        names the command's options for this role in its errors (``judge``:
+        ``--judge-base-url``)."""
         if isinstance(extra_body, str):
             try:
                 extra_body = json.loads(extra_body) if extra_body.strip() else {}
@@ -101,7 +104,7 @@ class RoleConfig:
         if reasoning_effort is not None and reasoning_effort not in REASONING_EFFORTS:
             raise ValueError(f"reasoning effort must be one of {', '.join(REASONING_EFFORTS)}")
         return cls(
-            endpoint=resolve_endpoint(model, base_url, api_key_env),
+            endpoint=resolve_endpoint(model, base_url, api_key_env, option_prefix=option_prefix),
             temperature=temperature,
             max_tokens=max_tokens,
             reasoning_effort=reasoning_effort,
@@ -161,12 +164,12 @@ def roles_from_options(
     fluency_model = fluency_model or judge_model
     agent = RoleConfig.from_options(model, base_url, api_key_env, **{"name": "agent", **dict(agent_params or {})})
     judge = RoleConfig.from_options(
-        judge_model, judge_base_url or base_url, judge_api_key_env or api_key_env,
+        judge_model, judge_base_url or base_url, judge_api_key_env or api_key_env, option_prefix="judge",
         **{"name": "judge", "temperature": 0.0, **dict(judge_params or {})},
     )
     fluency = RoleConfig.from_options(
         fluency_model, fluency_base_url or judge_base_url or base_url,
-        fluency_api_key_env or judge_api_key_env or api_key_env,
+        fluency_api_key_env or judge_api_key_env or api_key_env, option_prefix="fluency",
         **{"name": "fluency", "temperature": 0.0, **dict(fluency_params or {})},
     )
     return agent, judge, fluency
