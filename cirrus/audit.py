@@ -1,5 +1,6 @@
-"""``cirrus audit WORKSPACE``: a last check for personal data and secrets in a
-workspace before it is shared.
+"""A last check for personal data and secrets in a workspace before it is
+shared (the library behind ``cirrus audit WORKSPACE``,
+:mod:`cirrus.commands.audit`).
 
 What is read: everything under ``tickets/`` except the raw input
 (``tickets/raw``, which holds personal data by design), every cassette under
@@ -75,13 +76,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Annotated, Any, Optional
-
-import typer
+from typing import IO, Any
 
 from cirrus.checksums import luhn
 
-__all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "luhn", "mask", "register", "scan_file",
+__all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "is_workspace", "luhn", "mask", "scan_file",
            "scan_text", "workspace_files"]
 
 ALLOW_FILE = ".cirrus-audit-allow"
@@ -715,74 +714,6 @@ def audit(workspace: Path, allow: Iterable[str] = ()) -> AuditResult:
     return result
 
 
-def _is_workspace(path: Path) -> bool:
+def is_workspace(path: Path) -> bool:
+    """Whether ``path`` holds a ``tickets/``, ``tool_mocks/`` or ``reports/`` folder."""
     return any((path / top).is_dir() for top in SCANNED_FOLDERS)
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``audit`` command to ``app``."""
-
-    @app.command("audit")
-    def audit_command(
-        workspace: Annotated[Path, typer.Argument(help="The workspace to scan (tickets/, tool_mocks/, reports/).")],
-        allow: Annotated[Optional[list[str]], typer.Option(
-            "--allow", metavar="REGEX",
-            help=f"A value that is not personal: a regular expression searched in each value found, or a literal "
-                 f"value (repeatable; WORKSPACE/{ALLOW_FILE} adds one per line).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the hits as a JSON list (values masked).")] = False,
-        raw: Annotated[Optional[Path], typer.Option(
-            "--raw", metavar="RAW",
-            help="The raw tickets the workspace was ingested from: also detect their personal data and secrets with "
-                 "the ingest's engine and search every file's content and name for each original value, in any "
-                 "letter case, digit layout, separators or escapes (loads the de-identification models).")] = None,
-    ) -> None:
-        """Scan what a workspace holds (not tickets/raw) for e-mail addresses, phone numbers, card numbers,
-        keys, secrets and IP addresses; with --raw, also for every personal value of the raw input.
-        Exit 0 when clean, 1 on any hit, 2 on a usage error."""
-        from rich.console import Console
-        from rich.markup import escape
-
-        err = Console(stderr=True, soft_wrap=True, highlight=False)
-        if not workspace.is_dir():
-            err.print(f"[bold red]error:[/] workspace {escape(str(workspace))} is not a folder")
-            raise typer.Exit(2)
-        if not _is_workspace(workspace):
-            err.print(f"[bold red]error:[/] {escape(str(workspace))} has no tickets/, tool_mocks/ or reports/ "
-                      "folder: not a Cirrus workspace")
-            raise typer.Exit(2)
-        result = audit(workspace, allow or ())
-        if raw is not None:
-            from cirrus.ingest.readers.files import NoTicketFiles, check_input
-            from cirrus.leak_check import find_leaks, raw_values
-
-            try:
-                check_input(raw)
-            except FileNotFoundError:
-                err.print(f"[bold red]error:[/] --raw {escape(str(raw))} does not exist")
-                raise typer.Exit(2) from None
-            except NoTicketFiles as exc:  # nothing to compare with: not a clean result
-                err.print(f"[bold red]error:[/] --raw: {escape(str(exc))}")
-                raise typer.Exit(2) from None
-
-            err.print("audit: detecting the raw input's personal data (loading the de-identification models) ...")
-            found = raw_values(raw)
-            leaks, _ = find_leaks(workspace, found.values, AllowList.for_workspace(workspace, allow or ()),
-                                  is_word=found.is_word)
-            result.hits.extend(leaks)
-            err.print(f"audit: {len(found.values)} personal value(s) and secret(s) found in {escape(str(raw))}; "
-                      f"{len(leaks)} found again in the workspace")
-        if as_json:
-            typer.echo(json.dumps([h.to_json() for h in result.hits], indent=2, ensure_ascii=False))
-        else:
-            for hit in result.hits:
-                typer.echo(str(hit))
-        for problem in result.unreadable:
-            err.print(f"[bold red]error:[/] could not read {escape(problem)}")
-        kinds = Counter(h.kind for h in result.hits)
-        found = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-        skipped = f" ({len(result.skipped)} binary skipped)" if result.skipped else ""
-        unreadable = f", {len(result.unreadable)} unreadable" if result.unreadable else ""
-        verdict = f"{len(result.hits)} hit(s): {found}" if result.hits else "0 hits, clean"
-        err.print(f"audit: {result.scanned} file(s) scanned{skipped}{unreadable} in {escape(str(workspace))}; "
-                  f"{verdict}")
-        raise typer.Exit(result.exit_code)

@@ -14,7 +14,7 @@ import re
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -111,6 +111,23 @@ class LimitsConfig(_Strict):
     max_ticket_chars: int = Field(DEFAULT_MAX_TICKET_CHARS, ge=1)
 
 
+class DomainConfig(_Strict):
+    """``[domain]``: the business the tickets come from, in a line
+    (:mod:`cirrus.domain`).  Ingest's LLM annotator and selector are told
+    it, and it is written to ``manifest.json`` so that ``cirrus eval``'s
+    agent and judges are told it too (unless ``cirrus.toml`` says
+    otherwise).  Empty: the neutral prompts."""
+
+    description: str = Field("", max_length=500)
+    description_zh: str = Field("", max_length=500)
+
+    def value(self) -> Any:
+        """The :class:`cirrus.domain.Domain` of this section."""
+        from cirrus.domain import Domain
+
+        return Domain(self.description, self.description_zh)
+
+
 class AnnotateConfig(_Strict):
     inquire_patterns: list[str] = Field(default_factory=list)
     clarify_patterns: list[str] = Field(default_factory=list)
@@ -176,6 +193,7 @@ class PipelineConfig(_Strict):
     languages: dict[str, LanguageConfig] = Field(default_factory=dict)
     select: SelectConfig = Field(default_factory=SelectConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    domain: DomainConfig = Field(default_factory=DomainConfig)
 
     def denoise_for(self, language: str) -> DenoiseConfig:
         section = self.languages.get(language)
@@ -198,9 +216,10 @@ class PipelineConfig(_Strict):
         change nothing unless ingest selects (``select_hash`` then joins the
         workspace's config hash), so a workspace ingested with every
         checkpoint keeps the hash it had before the selector existed.  The
-        ``[limits]`` join it only when they are not the defaults (workspaces
-        ingested before they existed keep their hash)."""
-        exclude = {"select"} | ({"limits"} if self.limits == LimitsConfig() else set())
+        ``[limits]`` and ``[domain]`` join it only when they are not the
+        defaults (workspaces ingested before they existed keep their hash)."""
+        exclude = ({"select"} | ({"limits"} if self.limits == LimitsConfig() else set())
+                   | ({"domain"} if self.domain == DomainConfig() else set()))
         dumped = self.model_dump(mode="json", exclude=exclude)
         for section in dumped.get("languages", {}).values():
             section.pop("select", None)

@@ -290,3 +290,23 @@ def renderers(roles: Any) -> dict[str, Any]:
             return checker.system_prompt + "\n" + checker.user_message(history, next_query)
     return {"system": lambda task: prompts.system_message(task, agent_prompt), "coverage": coverage,
             "fluency": fluency, "models": {name: client.model for name, client in roles.clients.items()}}
+
+
+def estimate_run(roles: Any, tasks: Iterable[Mapping[str, Any]], workspace: Any, attempts: int,
+                 prices: Mapping[str, Price], mode: str) -> Estimate:
+    """The estimate of a run as configured: ``roles`` (:class:`cirrus.evaluate.roles.Roles`)
+    asking about ``tasks`` of ``workspace`` ``attempts`` times each, counted
+    with :func:`cirrus.offline.count_tokens` over the reference turns with
+    their replayed tool results (:class:`CassetteTurns`); ``mode`` "subtask"
+    asks one question per subtask, with no logical-jump or fluency question."""
+    from cirrus.offline import count_tokens
+
+    parts = renderers(roles)
+    if mode == "subtask":  # one question per subtask, no jump or fluency question
+        parts["fluency"] = None
+    turns = CassetteTurns(workspace)
+    try:
+        return estimate(tasks, attempts, LineCounter(count_tokens), jumps=mode != "subtask", **parts,
+                        prices=prices, reference=turns)
+    finally:
+        turns.close()

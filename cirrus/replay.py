@@ -29,6 +29,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import yaml
@@ -43,6 +44,7 @@ from vcr.stubs.httpx_stubs import vcr_handle_request
 
 from cirrus.ingest.cassettes import canonical_arguments, canonical_json, dump_cassette, tool_url
 from cirrus.schema import Task
+from cirrus.tool_matching import ToolMatching, match_key, matching_from_schemas
 from cirrus.workspace import MOCKS_DIR
 
 _MAX_SHOWN_ARGUMENTS = 500
@@ -134,8 +136,10 @@ class ToolReplayer:
     exist raises :class:`FileNotFoundError` at once.  Thread-safe.
     """
 
-    def __init__(self, cassette: Path | str | None) -> None:
+    def __init__(self, cassette: Path | str | None, matching: ToolMatching | None = None) -> None:
         self.path = None if cassette is None else Path(cassette)
+        # per tool, how arguments are compared (cirrus.tool_matching); exact where absent
+        self.matching: dict[str, dict[str, str]] = {name: dict(rules) for name, rules in (matching or {}).items()}
         self._lock = threading.Lock()
         self._cassette: Cassette | None = None
         self._client: httpx.Client | None = None
@@ -150,7 +154,7 @@ class ToolReplayer:
                 serializer=_SafeYamlSerializer,
                 persister=_Utf8Persister,
                 record_mode=RecordMode.NONE,
-                match_on=(method, uri, canonical_body),
+                match_on=(method, uri, self._same_body),
             )
         except (ValueError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
             raise CassetteError(f"cassette {self.path} cannot be read: {type(exc).__name__}: {exc}") from None
@@ -159,23 +163,45 @@ class ToolReplayer:
         self._client = httpx.Client(transport=_CassetteTransport(self._cassette), trust_env=False)
 
     @classmethod
-    def for_task(cls, workspace: Path, task: Task | Mapping[str, Any]) -> ToolReplayer:
+    def for_task(cls, workspace: Path, task: Task | Mapping[str, Any],
+                 matching: ToolMatching | None = None) -> ToolReplayer:
         """The replayer of ``task``, whose ``cassette`` is relative to
-        ``workspace``.  A cassette path outside ``tool_mocks/`` (an absolute
-        path, ``..``) raises :class:`CassetteError`: a task file must not make
-        the replayer read, and hand to the model under test, another file of
-        the machine.  (Links the user put in ``tool_mocks/`` are followed.)"""
+        ``workspace``; its arguments compared by ``matching`` (default: the
+        ``x-cirrus-match`` rules of the task's tool schemas,
+        :mod:`cirrus.tool_matching`).  A cassette path outside
+        ``tool_mocks/`` (an absolute path, ``..``) raises
+        :class:`CassetteError`: a task file must not make the replayer read,
+        and hand to the model under test, another file of the machine.
+        (Links the user put in ``tool_mocks/`` are followed.)"""
         cassette = task.cassette if isinstance(task, Task) else task.get("cassette")
+        if matching is None:
+            matching = task_matching(task)
         if cassette is None:
-            return cls(None)
+            return cls(None, matching)
         parts = PurePosixPath(os.path.normpath(str(cassette).replace("\\", "/"))).parts
         if len(parts) < 2 or parts[0] != MOCKS_DIR.name or ".." in parts or "\0" in str(cassette):
             raise CassetteError(f"cassette {cassette!r} is not inside {Path(workspace) / 'tool_mocks'}")
-        return cls(Path(workspace) / cassette)
+        return cls(Path(workspace) / cassette, matching)
 
-    @staticmethod
-    def _key(http_method: str, url: str, body: Any) -> tuple[str, str, Any]:
-        return http_method, url, _canonical_body(_as_bytes(body))
+    def _body_key(self, url: str, body: Any) -> str | bytes | None:
+        """What a request body is compared by: its canonical JSON, after the
+        tool's matching rules when it has any."""
+        raw = _as_bytes(body)
+        name = unquote(url.rsplit("/", 1)[-1])
+        if raw is None or name not in self.matching:
+            return _canonical_body(raw)
+        try:
+            return match_key(name, json.loads(raw), self.matching)
+        except ValueError:
+            return raw
+
+    def _same_body(self, r1: Request, r2: Request) -> None:
+        """vcrpy matcher: bodies equal as canonical JSON under the tool's rules."""
+        if self._body_key(r1.uri, r1.body) != self._body_key(r2.uri, r2.body):
+            raise AssertionError("the bodies differ as canonical JSON")
+
+    def _key(self, http_method: str, url: str, body: Any) -> tuple[str, str, Any]:
+        return http_method, url, self._body_key(url, body)
 
     def call(self, name: str, arguments: Any) -> Any:
         """The recorded result of calling tool ``name`` with ``arguments``
@@ -225,6 +251,12 @@ class ToolReplayer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def task_matching(task: Task | Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """The argument-matching rules of ``task``'s tool schemas (``x-cirrus-match``)."""
+    tools = task.tools if isinstance(task, Task) else task.get("tools")
+    return matching_from_schemas(tools if isinstance(tools, list) else None)
 
 
 def replay_tool_call(workspace: Path, task: Task | Mapping[str, Any], name: str, arguments: Any) -> Any:

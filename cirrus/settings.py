@@ -18,6 +18,10 @@ rpm = 600
 # model = ["judge-a", "judge-b", "judge-c"]   # a judge panel: majority verdict
 # structured_output = false   # never send response_format (absent: try it, fall back if refused)
 
+[domain]                 # the business the tickets come from: told to the agent and the judges
+description = "an online home-appliance shop: orders, delivery, installation, repairs, returns"
+description_zh = "家电网店：订单、配送、安装、维修、退换货"
+
 [judge_input]            # what the coverage judge and fluency checker are sent
 candidate_chars = 8000   # the agent's reply: its first N characters
 reference_chars = 8000   # the reference reply: its first N characters
@@ -25,7 +29,8 @@ history_chars = 24000    # the rendered history: its most recent N characters
 ```
 
 The ``[judge_input]`` limits apply to every LLM judge built after the file is
-loaded (docs/judging.md).
+loaded (docs/judging.md), and the ``[domain]`` description to every agent and
+judge built after it (over the workspace manifest's; docs/domain.md).
 """
 
 from __future__ import annotations
@@ -92,8 +97,18 @@ class JudgeInputSettings(_Strict):
     history_chars: int | None = Field(default=None, ge=1)
 
 
+class DomainSettings(_Strict):
+    """``[domain]``: the business the workspace's tickets come from, one line
+    in English and/or Chinese (:mod:`cirrus.domain`); it overrides the
+    description ingest wrote to the workspace's manifest."""
+
+    description: str = Field("", max_length=500)
+    description_zh: str = Field("", max_length=500)
+
+
 class Settings(_Strict):
     providers: list[ProviderSettings] = Field(default_factory=list)
+    domain: DomainSettings = Field(default_factory=DomainSettings)
     judge_input: JudgeInputSettings = Field(default_factory=JudgeInputSettings)
     roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
     # read and checked by `cirrus report` (cirrus.report.loading.load_prices)
@@ -148,6 +163,8 @@ def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
 
 
 def _apply_judge_input(settings: Settings) -> None:
+    from cirrus import domain
     from cirrus.judges.llm import configure_input_limits
 
     configure_input_limits(settings.judge_input_limits())
+    domain.configure(domain.Domain(settings.domain.description, settings.domain.description_zh))

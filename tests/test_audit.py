@@ -25,10 +25,10 @@ from cirrus.audit import (
     audit,
     luhn,
     mask,
-    register,
     scan_text,
     workspace_files,
 )
+from cirrus.commands.audit import audit as audit_command
 from tests.conftest import REPO
 
 FOUND = [
@@ -186,7 +186,7 @@ def _app() -> typer.Typer:
     def main() -> None:
         """Test host for the audit command."""
 
-    register(app)
+    app.command("audit")(audit_command)
     return app
 
 

@@ -16,6 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cirrus.commands.judge_eval import judge_eval, print_metrics
 from cirrus.evaluate.types import InfrastructureError, Verdict
 from cirrus.judges.calibration import (
     FLUENCY_SPEC,
@@ -25,11 +26,9 @@ from cirrus.judges.calibration import (
     FluencyCase,
     LabelFileError,
     cohen_kappa,
-    judge_eval,
     load_fluency_labels,
     load_labels,
     metrics_of,
-    print_metrics,
     row_role,
     run_fluency,
 )

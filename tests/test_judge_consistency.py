@@ -14,6 +14,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cirrus.commands.judge_consistency import judge_consistency
+from cirrus.evaluate.saved_run import run_judge
 from cirrus.judges.calibration import wilson_interval
 from cirrus.judges.consistency import (
     ConsistencyError,
@@ -22,9 +24,7 @@ from cirrus.judges.consistency import (
     consistency_stats,
     draw_sample,
     item_flipped,
-    judge_consistency,
     judge_options,
-    run_judge,
     saved_judge_verdict,
 )
 from cirrus.settings import RoleSettings

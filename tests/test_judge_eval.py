@@ -13,6 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cirrus.commands.judge_eval import judge_eval
 from cirrus.evaluate.types import Verdict
 from cirrus.judges.calibration import (
     Confusion,
@@ -22,7 +23,6 @@ from cirrus.judges.calibration import (
     cohen_kappa,
     confusion,
     f1,
-    judge_eval,
     judge_history,
     judge_metrics,
     load_labels,

@@ -41,7 +41,7 @@ from cirrus.evaluate.store import (
 from cirrus.files import create_mode
 from cirrus.report import schema as report_schema
 from cirrus.report.loading import load_run
-from cirrus.report.show import stop_reason
+from cirrus.report.run_view import stop_reason
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, copy_workspace
 
 DOC = REPO / "docs" / "report-schema.md"
@@ -425,7 +425,7 @@ def test_every_bracketed_word_of_a_help_text_is_shown():
 
 
 def test_the_console_reads_columns_when_it_prints_not_when_it_is_made(monkeypatch):
-    from cirrus.console import PIPE_WIDTH, cli_console
+    from cirrus.commands._console import PIPE_WIDTH, cli_console
 
     monkeypatch.setenv("COLUMNS", "80")  # as some environments set it before cirrus is imported
     console = cli_console()

@@ -13,7 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cirrus.cli import app
-from cirrus.report.command import comparability_warnings, report_command
+from cirrus.report.command import report_command
+from cirrus.report.comparability import comparability_warnings
 from tests.conftest import copy_workspace
 
 

@@ -16,10 +16,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from cirrus.commands.report import print_report
 from cirrus.evaluate.runner import summarize
 from cirrus.judges.calibration import wilson_interval
 from cirrus.report import schema as report_schema
-from cirrus.report.command import _print_report, noise_lines, report_command
+from cirrus.report.command import noise_lines, report_command
 from cirrus.report.html import noise_marks
 from cirrus.report.loading import JUDGE_NOISE_COLUMNS, load_runs, parse_judge_consistency
 from cirrus.report.uncertainty import (
@@ -334,6 +335,6 @@ def test_report_on_the_sample_runs_writes_noise_everywhere(sample_runs_copy, cap
     expected = f"SR pass@1: oracle 1.000 vs noisy {59 / 62:.3f}: within the noise ({reason.replace('&lt;', '<')})"
     assert noise_lines(result["paired"]) == [expected]
     capsys.readouterr()
-    _print_report(result)
+    print_report(result)
     printed = capsys.readouterr().out
     assert expected in printed and printed.count("within the noise") == 1

@@ -29,7 +29,7 @@ from cirrus.report.html import (
 from cirrus.report.loading import load_runs
 from cirrus.schema import Task
 from cirrus.stats import compute_stats
-from cirrus.stats_command import stats_json
+from cirrus.workspace_stats import stats_json
 from tests.conftest import copy_workspace
 from tests.test_report_tables import RUN_A_CHECKPOINTS, RUN_A_TASKS, RUN_B_CHECKPOINTS, RUN_B_TASKS, TASKS, write_run
 

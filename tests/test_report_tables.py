@@ -15,13 +15,14 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cirrus.commands.report import report
 from cirrus.evaluate.runner import summarize
 from cirrus.evaluate.tasks import dataset_hash
 from cirrus.evaluate.store import CHECKPOINT_SCHEMA, TASK_SCHEMA
 from cirrus.metrics import AttemptRow, dataset_metrics
 from cirrus.report import schema as report_schema
 from cirrus.report import uncertainty
-from cirrus.report.command import default_out_dir, report, report_command
+from cirrus.report.command import report_command
 from cirrus.report.loading import Price, ReportError, load_prices, load_run, load_runs
 from cirrus.report.tables import (
     DIMENSIONS,
@@ -32,6 +33,7 @@ from cirrus.report.tables import (
     task_stats,
 )
 from cirrus.report.uncertainty import bootstrap_mean, intervals, paired, paired_bootstrap, ratio_bootstrap
+from cirrus.report.writing import default_out_dir
 from tests.conftest import REPO, copy_workspace
 
 approx = pytest.approx

@@ -14,8 +14,8 @@ import typer
 from typer.testing import CliRunner
 
 from cirrus.cli import app as cirrus_app
-from cirrus.evaluate.rescore import rescore
-from cirrus.report.show import show
+from cirrus.commands.rescore import rescore
+from cirrus.commands.show import show
 from tests.chat_server import ChatServer, Reply
 from tests.scripted_models import agent_reply, between, make_task, write_workspace
 

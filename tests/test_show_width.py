@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from cirrus.cli import app
 from cirrus.evaluate.failures import FAILURE_DESCRIPTIONS
-from cirrus.report.show import WALK_OVERHEAD
+from cirrus.commands.show import WALK_OVERHEAD
 from tests.test_disk_full import sample_workspace
 
 

@@ -1,4 +1,4 @@
-"""``cirrus stats``: the dataset statistics (cirrus/stats.py, cirrus/stats_command.py).
+"""``cirrus stats``: the dataset statistics (cirrus/stats.py, cirrus/workspace_stats.py, cirrus/commands/stats.py).
 
 The expected values of the tiny workspace are worked out by hand in the
 comments: quartiles by linear interpolation (numpy's default, type 7): the
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from cirrus.cli import app
 from cirrus.schema import Task
 from cirrus.stats import Distribution, compute_stats, distribution, has_images
-from cirrus.stats_command import stats_json
+from cirrus.workspace_stats import stats_json
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,6 +23,17 @@ tiktoken encoding (text, reasoning text, tool calls).  ``input_tokens`` sums
 ``usage.prompt_tokens`` the same way (tiktoken over the request's messages
 where missing).  ``wall_s`` is the turn's wall-clock time, replay included.
 
+What the model answers besides a clean reply is handled and recorded as an
+agent note on the turn (:mod:`cirrus.agents.replies`): ``<think>`` blocks
+are removed from the reply (kept in the note); an empty reply, arguments
+that are not JSON, a call to a tool the task did not offer and an answer cut
+at the output limit are noted.  Tool calls the model wrote as text in its
+message (:mod:`cirrus.agents.text_tool_calls`) are read as tool calls only
+with ``text_tool_calls=True`` (the call's ``read_from_text`` names the form);
+by default the reply is judged as the text it is and the turn notes that it
+looked like a tool call.  A request longer than the model's context is an
+infrastructure error that says so.
+
 Agent calls are never cached: every attempt is an independent sample.
 """
 
@@ -31,15 +42,28 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from cirrus import strict_json
 from cirrus.agents import prompts
+from cirrus.agents import replies as notes
+from cirrus.agents.text_tool_calls import read_text_tool_calls
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client import ChatClient, ChatResult
 from cirrus.replay import NoRecordedResult, ToolReplayer
 
 DEFAULT_MAX_MODEL_CALLS = 8
+
+
+@dataclass(slots=True)
+class _Answer:
+    """One model answer as the turn uses it."""
+
+    message: dict[str, Any]  # the assistant message for the history and the transcript
+    text: str  # the reply's text (reasoning and calls read from text removed)
+    tool_calls: list[dict[str, Any]]
+    read_from_text: str | None = None  # the form of tool calls read from the text
 
 
 class OpenAIAgent:
@@ -51,13 +75,18 @@ class OpenAIAgent:
         *,
         max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
         system_prompt: str = prompts.SYSTEM_PROMPT,
+        text_tool_calls: bool = False,
         text_on_last_call: bool = True,
     ) -> None:
+        """``text_tool_calls``: read tool calls the model writes as text in
+        its message as tool calls (:mod:`cirrus.agents.text_tool_calls`); off,
+        such a reply is judged as text and the turn notes it."""
         if max_model_calls < 1:
             raise ValueError("max_model_calls must be >= 1")
         self.client = client
         self.max_model_calls = max_model_calls
         self.system_prompt = system_prompt
+        self.text_tool_calls = text_tool_calls
         self.text_on_last_call = text_on_last_call
         self.name = client.model
 
@@ -71,41 +100,88 @@ class OpenAIAgent:
             "prompt_sha256": prompt_hash,
             "max_model_calls": self.max_model_calls,
             "text_on_last_call": self.text_on_last_call,
+            # only when on: runs made before the option existed resume as they were
+            **({"text_tool_calls": True} if self.text_tool_calls else {}),
         }
 
     async def respond(self, request: TurnRequest, replayer: ToolReplayer) -> AgentTurn:
         started = time.perf_counter()
         task = request.task
         tools = task.get("tools") or None
+        offered = _tool_names(tools)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.system_message(task, self.system_prompt)},
             *request.history,
             {"role": "user", "content": request.query},
         ]
         turn = AgentTurn(text="")
-        result: ChatResult | None = None
+        answer: _Answer | None = None
         for call in range(self.max_model_calls):
             last_call = call == self.max_model_calls - 1
             tool_choice = "none" if (last_call and tools and self.text_on_last_call) else None
-            result = await self.client.complete(messages, tools=tools, tool_choice=tool_choice)
+            result = await self._complete(messages, tools, tool_choice)
             turn.model_calls += 1
             turn.output_tokens += result.output_tokens()
             turn.input_tokens += result.prompt_tokens if result.prompt_tokens is not None else _count_input(messages)
-            assistant = result.assistant_message()
-            messages.append(assistant)
-            turn.messages.append(assistant)
-            if not result.tool_calls:
+            answer = self._read(result, offered, turn)
+            messages.append(answer.message)
+            turn.messages.append(answer.message)
+            if not answer.tool_calls:
                 break
-            for tool_call in result.tool_calls:
-                tool_message = self._run_tool(tool_call, replayer, turn)
+            for tool_call in answer.tool_calls:
+                tool_message = self._run_tool(tool_call, replayer, turn, offered=offered,
+                                              read_from_text=answer.read_from_text)
                 messages.append(tool_message)
                 turn.messages.append(tool_message)
-        turn.text = result.content if result is not None else ""
+        turn.text = answer.text if answer is not None else ""
+        if not turn.text.strip():
+            turn.notes.append(notes.note(notes.EMPTY_REPLY, turn.model_calls, tool_calls=len(turn.tool_calls)))
         turn.wall_s = time.perf_counter() - started
         return turn
 
+    async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                        tool_choice: str | None) -> ChatResult:
+        """One model call; a refusal of a request longer than the model's
+        context is raised as an error that says so."""
+        try:
+            return await self.client.complete(messages, tools=tools, tool_choice=tool_choice)
+        except InfrastructureError as exc:
+            sent = _count_input(messages) + (_count_input(tools) if tools else 0)
+            clear = notes.context_overflow_error(exc, self.client.role.describe(), sent)
+            if clear is None:
+                raise
+            raise InfrastructureError(self.client._redact(str(clear))) from exc
+
+    def _read(self, result: ChatResult, offered: frozenset[str], turn: AgentTurn) -> _Answer:
+        """The answer of one model call: reasoning blocks removed, tool calls
+        written as text read (or noted), each thing done noted on ``turn``."""
+        number = turn.model_calls
+        text, reasoning = notes.strip_think(result.content or "")
+        if reasoning is not None:
+            turn.notes.append(notes.note(notes.THINK_REMOVED, number, text=reasoning))
+        if result.finish_reason == "length":
+            turn.notes.append(notes.note(notes.CUT_AT_MAX_TOKENS, number))
+        calls, form = list(result.tool_calls), None
+        written = read_text_tool_calls(text, offered) if not calls else None
+        if written is not None and written.unreadable:
+            turn.notes.append(notes.note(notes.TOOL_CALL_TEXT_UNREADABLE, number, text=written.unreadable))
+        if written is not None and written.calls:
+            details = {"form": written.form, "tools": written.names}
+            if self.text_tool_calls:
+                turn.notes.append(notes.note(notes.TOOL_CALL_READ_FROM_TEXT, number, **details))
+                calls, form, text = written.openai_calls(f"text-{number}"), written.form, written.rest
+            else:
+                turn.notes.append(notes.note(notes.TOOL_CALL_AS_TEXT, number, **details))
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        elif message["content"] is None:
+            message["content"] = ""
+        return _Answer(message, text, calls, form)
+
     @staticmethod
-    def _run_tool(tool_call: dict[str, Any], replayer: ToolReplayer, turn: AgentTurn) -> dict[str, Any]:
+    def _run_tool(tool_call: dict[str, Any], replayer: ToolReplayer, turn: AgentTurn, *,
+                  offered: frozenset[str] | None = None, read_from_text: str | None = None) -> dict[str, Any]:
         function = tool_call.get("function") or {}
         name = str(function.get("name") or "")
         raw_arguments = function.get("arguments")
@@ -117,21 +193,30 @@ class OpenAIAgent:
                 arguments = strict_json.loads(raw_arguments) if raw_arguments.strip() else {}
             except ValueError:
                 arguments = raw_arguments
+                turn.notes.append(notes.note(notes.ARGUMENTS_NOT_JSON, turn.model_calls, tool=name))
+        if offered is not None and name not in offered:
+            turn.notes.append(notes.note(notes.UNKNOWN_TOOL, turn.model_calls, tool=name))
         try:
             result = replayer.call(name, raw_arguments)
         except NoRecordedResult as exc:
-            turn.tool_calls.append(ToolCallMade(name, arguments, None, recorded=False, error=str(exc)))
+            turn.tool_calls.append(ToolCallMade(name, arguments, None, recorded=False, error=str(exc),
+                                                read_from_text=read_from_text))
             content = prompts.no_recorded_result_content()
         except Exception as exc:  # a broken cassette is not the model's fault
             raise InfrastructureError(f"replaying tool call {name} failed: {type(exc).__name__}: {exc}") from exc
         else:
-            turn.tool_calls.append(ToolCallMade(name, arguments, result, recorded=True))
+            turn.tool_calls.append(ToolCallMade(name, arguments, result, recorded=True, read_from_text=read_from_text))
             content = prompts.tool_result_content(result)
         return {"role": "tool", "tool_call_id": tool_call.get("id") or "", "content": content}
 
 
+def _tool_names(tools: list[dict[str, Any]] | None) -> frozenset[str]:
+    return frozenset(str((tool.get("function") or {}).get("name") or "") for tool in tools or ()) - {""}
+
+
 def _count_input(messages: list[dict[str, Any]]) -> int:
-    """Tokens of a request's messages, for an answer that reported no usage."""
+    """Tokens of a request's messages (or tools), for an answer that reported
+    no usage."""
     from cirrus.offline import count_tokens
 
     return count_tokens(json.dumps(messages, ensure_ascii=False))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from cirrus.usage import UsageLedger, record, recording
 
 if TYPE_CHECKING:
-    from cirrus.evaluate.rescore import SavedAttempt, SavedTurn
+    from cirrus.evaluate.saved_run import SavedAttempt, SavedTurn
     from cirrus.evaluate.types import CoverageJudge, Verdict
     from cirrus.evaluate.walk import WalkResult
 

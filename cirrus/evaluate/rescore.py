@@ -1,5 +1,6 @@
-"""Re-judge a finished run without calling the agent again:
-``cirrus rescore RUN_ID --judge-model M`` (tau2-bench's ``evaluate-trajs``).
+"""Re-judge a finished run without calling the agent again (the library
+behind ``cirrus rescore RUN_ID --judge-model M``, :mod:`cirrus.commands.rescore`;
+tau2-bench's ``evaluate-trajs``).
 
 The source run's ``transcripts.jsonl`` holds every agent turn that was judged
 (its messages, final text and tool calls with the cassette's answers and
@@ -102,19 +103,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
-from rich.markup import escape
-from rich.table import Table
-
-from cirrus.console import cli_console
-from cirrus.judges.agreement import describe_agreement, panel_agreement, votes_of_rows
+from cirrus.evaluate.saved_run import RescoreError, SavedAttempt, SourceRun, load_source, run_judge
 from cirrus.files import read_jsonl
+from cirrus.judges.agreement import panel_agreement, votes_of_rows
 from cirrus.workspace import REPORTS_DIR
 
 # the evaluation machinery is imported where it is used, so that importing
-# this module (``cirrus --help``) stays fast
+# this module (``cirrus rescore``) stays fast
 if TYPE_CHECKING:
     import polars as pl
 
@@ -131,9 +128,6 @@ if TYPE_CHECKING:
     from cirrus.llm.batching import BatchCollector
     from cirrus.replay import ToolReplayer
 
-console = cli_console(stderr=True)
-out = cli_console()
-
 RESCORE_FILE = "rescore.parquet"
 RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
     "task_id": "Utf8", "attempt": "Int64", "checkpoints": "Int64", "source_status": "Utf8", "status": "Utf8",
@@ -141,101 +135,11 @@ RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
     "truncated": "Boolean", "turns_saved": "Int64", "turns_replayed": "Int64", "changed": "Boolean",
     "run_id": "Utf8", "model": "Utf8",
 }
-_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
-
-
-class RescoreError(ValueError):
-    """The source run cannot be rescored (missing, unfinished, other tasks)."""
 
 
 class ReplayMismatch(RuntimeError):
     """The walk asked the replay agent for a turn the transcript does not hold
     (the gate should have stopped it first: a bug or an edited transcript)."""
-
-
-# ---------------------------------------------------------------------------
-# the saved attempts
-
-
-@dataclass(slots=True)
-class SavedTurn:
-    """One judged agent turn of the source run, with the input it answered."""
-
-    history: list[dict[str, Any]]  # what the agent saw before the query
-    query: str
-    data: dict[str, Any]  # the transcript's turn
-    stats: dict[str, Any]  # the attempts row's turn (stl, wall_s, ...)
-
-    @property
-    def after(self) -> list[dict[str, Any]]:
-        """The history once this turn is in it (the walk's ``history`` after an accepted turn)."""
-        return self.history + [{"role": "user", "content": self.query}] + list(self.data.get("agent_messages") or [])
-
-    def fluency_verdict(self) -> dict[str, Any] | None:
-        return next((v for v in self.data.get("verdicts") or [] if v.get("kind") == "fluency"), None)
-
-    def agent_turn(self) -> AgentTurn:
-        from cirrus.evaluate.types import AgentTurn, ToolCallMade
-
-        calls = [ToolCallMade(c.get("name", ""), c.get("arguments"), c.get("result"), bool(c.get("recorded")),
-                              c.get("error")) for c in self.data.get("tool_calls") or []]
-        return AgentTurn(
-            text=self.data.get("agent_text") or "",
-            tool_calls=calls,
-            messages=[dict(m) for m in self.data.get("agent_messages") or []],
-            output_tokens=int(self.stats.get("stl") or 0),
-            input_tokens=int(self.stats.get("input_tokens") or 0),
-            model_calls=int(self.stats.get("model_calls") or 0),
-            wall_s=float(self.stats.get("wall_s") or 0.0),
-        )
-
-
-@dataclass(slots=True)
-class SavedAttempt:
-    task: dict[str, Any]
-    attempt: int
-    row: dict[str, Any] | None  # the source's committed attempts row
-    transcript: dict[str, Any] | None
-    turns: list[SavedTurn] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        return self.row["status"] if self.row else "missing"
-
-    @classmethod
-    def build(cls, task: dict[str, Any], attempt: int, row: dict[str, Any] | None,
-              transcript: dict[str, Any] | None) -> SavedAttempt:
-        saved = cls(task, attempt, row, transcript)
-        if not row or row.get("status") != "ok" or not transcript:
-            return saved
-        stats = row.get("turns") or []
-        history = list(task.get("history") or [])
-        for index, data in enumerate(transcript.get("turns") or []):
-            history = history + _context(task, data.get("checkpoint"))  # as the walk adds it (docs/checkpoints.md)
-            turn = SavedTurn(history, data.get("query", ""), data, stats[index] if index < len(stats) else {})
-            saved.turns.append(turn)
-            history = turn.after
-        return saved
-
-    def find(self, history: list[dict[str, Any]], query: str) -> SavedTurn | None:
-        """The saved turn that answered exactly this input."""
-        return next((t for t in self.turns if t.query == query and t.history == history), None)
-
-    def finished_at(self, history: list[dict[str, Any]]) -> SavedTurn | None:
-        """The saved turn after which the dialogue is ``history`` (the fluency
-        check's history also holds the next checkpoint's context, if any)."""
-        contexts = [_context(self.task, k) for k in range(1, len(self.task.get("checkpoints") or []) + 1)]
-        return next((t for t in self.turns if history[:len(t.after)] == t.after and (
-            len(history) == len(t.after) or history[len(t.after):] in contexts)), None)
-
-
-def _context(task: dict[str, Any], checkpoint: Any) -> list[dict[str, Any]]:
-    """The ``context`` of checkpoint ``checkpoint`` (1-based) of a select-mode
-    task; empty when it has none or the number is not a checkpoint's."""
-    checkpoints = task.get("checkpoints") or []
-    if isinstance(checkpoint, int) and 0 < checkpoint <= len(checkpoints):
-        return list(checkpoints[checkpoint - 1].get("context") or [])
-    return []
 
 
 # ---------------------------------------------------------------------------
@@ -359,21 +263,6 @@ class RescoreSettings:
     prices: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class SourceRun:
-    run_id: str
-    directory: Path
-    run: dict[str, Any]
-    summary: dict[str, Any]
-    tasks: list[dict[str, Any]]
-    attempts: int
-    saved: dict[tuple[str, int], SavedAttempt]
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return self.run["fingerprint"]
-
-
 def rescore_self_judged(source: SourceRun, clients: dict[str, Any], fluency_reused: bool) -> list[str]:
     """The roles of a rescore that grade the source run's agent with its own
     model: a new judge (or panel member) or fluency checker that is the
@@ -393,39 +282,6 @@ def rescore_self_judged(source: SourceRun, clients: dict[str, Any], fluency_reus
     if fluency_reused and "fluency" in (source.run.get("self_judged_roles") or []):
         roles.add("fluency")
     return [name for name in ("judge", "fluency") if name in roles]
-
-
-def load_source(workspace: Path, run_id: str) -> SourceRun:
-    from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
-    from cirrus.evaluate.tasks import dataset_hash, load_tasks
-
-    if not _RUN_ID.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
-        raise RescoreError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
-    directory = workspace / REPORTS_DIR / run_id
-    run_file = directory / RUN_FILE
-    if not run_file.is_file():
-        raise RescoreError(f"no run {run_id!r} in {workspace / 'reports'}")
-    from cirrus.evaluate.subtask import refuse_subtask_run
-
-    refuse_subtask_run(directory, "rescore", RescoreError)  # a subtask run has no walk to rescore
-    if not (directory / "summary.json").is_file():
-        raise RescoreError(f"run {run_id} is not finished (no summary.json): resume it with `cirrus eval` first")
-    run = json.loads(run_file.read_text(encoding="utf-8"))
-    summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
-    fingerprint = run.get("fingerprint") or {}
-    if "tasks" not in run or "attempts" not in fingerprint or "dataset" not in fingerprint:
-        raise RescoreError(f"{run_file} does not say which tasks and attempts the run was made of")
-    tasks = load_tasks(workspace, run["tasks"])
-    if len(tasks) != run["tasks"] or dataset_hash(tasks) != fingerprint["dataset"]:
-        raise RescoreError(f"{workspace / 'tickets/tasks.jsonl'} is not the task set run {run_id} was made on "
-                           "(its dataset hash differs): rescore in the workspace the run was made in")
-    rows = {(r["task_id"], r["attempt"]): r for r in read_jsonl(directory / ATTEMPTS_FILE)}
-    transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(directory / TRANSCRIPTS_FILE)}
-    attempts = int(fingerprint["attempts"])
-    saved = {(t["task_id"], a): SavedAttempt.build(t, a, rows.get((t["task_id"], a)),
-                                                   transcripts.get((t["task_id"], a)))
-             for t in tasks for a in range(attempts)}
-    return SourceRun(run_id, directory, run, summary, tasks, attempts, saved)
 
 
 def _input_tokens(saved: SavedAttempt, replayed: int) -> int | None:
@@ -470,7 +326,7 @@ async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: st
     from cirrus.evaluate.runner import attempt_row, attempt_transcript
     from cirrus.evaluate.walk import walk
     from cirrus.llm.batching import BatchMissing, Deferred
-    from cirrus.replay import ToolReplayer
+    from cirrus.replay import ToolReplayer, task_matching
 
     task, attempt = saved.task, saved.attempt
     result, error, truncated, sources = None, None, None, None
@@ -482,7 +338,8 @@ async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: st
         gate = FluencyGate(saved, fluency, source.run_id, reuse_fluency)
         recorded = RecordedJudge(judge, saved, reuse_judge)
         try:
-            result = await walk(task, agent, recorded, gate, ToolReplayer(None), attempt)
+            # no cassette (the saved turns carry their results); the task's matching rules for TEV
+            result = await walk(task, agent, recorded, gate, ToolReplayer(None, task_matching(task)), attempt)
             _note_truncation(result, gate)
             truncated = gate.truncated is not None
             sources = note_sources(result, {**recorded.sources, **gate.sources}, saved)
@@ -544,7 +401,8 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
     from cirrus import __version__
     from cirrus.evaluate.overhead import overhead_records
     from cirrus.evaluate.recorded import same_role
-    from cirrus.evaluate.runner import EvalSettings, summarize, usage_and_cost
+    from cirrus.evaluate.run_settings import EvalSettings, usage_and_cost
+    from cirrus.evaluate.runner import summarize
     from cirrus.evaluate.store import TRANSCRIPTS_FILE, RunStore
     from cirrus.usage import UsageLedger, recording
 
@@ -665,12 +523,7 @@ async def run_rescore(settings: RescoreSettings, judge: CoverageJudge, fluency: 
 
 
 # ---------------------------------------------------------------------------
-# the command
-
-
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
+# the new run's id and judge
 
 
 def default_run_id(source_run: str, judge_model: str) -> str:
@@ -686,7 +539,6 @@ def judge_options(source: SourceRun, name: str, base_url: str | None, api_key_en
     URL (``run.json``), with the run's judge key variable when none is given
     (``judge_api_key_env``, else the run's only key variable)."""
     from cirrus.evaluate.roles import LOCAL, RoleOptions
-    from cirrus.judges.consistency import run_judge
 
     recorded = run_judge(source.run)
     if base_url or name == LOCAL or name != recorded.model or not recorded.base_url:
@@ -700,197 +552,3 @@ def judge_options(source: SourceRun, name: str, base_url: str | None, api_key_en
     note = (f"judge {name} at {recorded.base_url}: where run {source.run_id} asked it (choose another with "
             "--judge-base-url)")
     return RoleOptions(name, recorded.base_url, key, params), note
-
-
-def _print_rescore(summary: dict[str, Any], directory: Path) -> None:
-    def fmt(value: object) -> str:
-        return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-    info = summary["rescore"]
-    source_sr = info.get("source_sr") or {}
-    table = Table(title=f"cirrus rescore: {info['source_run']} -> {directory.name}", caption=str(directory))
-    for column, justify in (("", "left"), ("source", "right"), ("rescored", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    table.add_row("judge", str(info["source_judge"]), str(summary["judge"]))
-    table.add_row("fluency", str(info["source_fluency"]), str(summary["fluency"]))
-    table.add_row("ATPR", fmt(info.get("source_atpr")), fmt(summary["atpr"]))
-    for name, value in summary["sr"].items():
-        table.add_row(f"SR {name}", fmt(source_sr.get(name)), fmt(value))
-    table.add_row("attempts (errors)", "", f"{summary['attempts']} ({summary['errors']})")
-    table.add_row("attempts changed / truncated", "", f"{info['changed']} / {info['truncated']}")
-    agreement = info["verdict_agreement"]
-    table.add_row("verdict agreement", "", f"{fmt(agreement)} ({info['verdicts_compared']} pairs)")
-    if "verdicts_reused" in info:
-        table.add_row("verdicts from the run / the cache", "",
-                      f"{info['verdicts_reused']} / {info['verdicts_from_cache']}")
-    out.print(table)
-    if info.get("same_judge"):
-        console.print(f"[yellow]note:[/] the judge is run {info['source_run']}'s own: {info['verdicts_reused']} "
-                      "verdicts were taken as the run recorded them, not asked again (the cache keeps one answer "
-                      "per question; the run's attempts may have got different ones)", highlight=False)
-    if info.get("cached_verdicts_differing"):
-        console.print(f"[yellow]note:[/] {info['cached_verdicts_differing']} of the {info['verdicts_from_cache']} "
-                      f"verdicts answered from Cirrus's cache differ from run {info['source_run']}'s own verdict on "
-                      "the same turn (`answer_from: cache` in transcripts.jsonl; summary.json: "
-                      "rescore.cached_verdicts_differing)", highlight=False)
-    if info["truncated"]:
-        console.print(f"[yellow]note:[/] {info['truncated']} attempts were truncated: the new judge accepted turns "
-                      "past where the saved transcripts end; their coverage is a lower bound (column `truncated`)")
-    if summary.get("judge_panel"):
-        for line in describe_agreement(summary["judge_panel"]):
-            out.print(escape(line), highlight=False)
-    if summary.get("offline_heuristics"):
-        console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}")
-
-
-BATCH_HELP = ("Send the judge (and fluency) questions through the provider's Batch API, at its batch price: one "
-              "batch per endpoint per round (a walk's next question depends on the last verdict, so a rescore "
-              "takes a few rounds). Each round waits for the provider, up to its completion window (24h). "
-              "Interrupted? Run the same command again: the batches already sent are polled, not sent again "
-              "(state under .cirrus-cache/batches/). Poll interval: $CIRRUS_BATCH_POLL_S seconds (default 30).")
-
-
-def _note(text: str) -> None:
-    console.print(escape(text), highlight=False)
-
-
-def _batch_progress() -> Callable[[str, BatchStatus], None]:
-    """A progress callback printing a batch's status when it changes."""
-    last: dict[tuple[str, str], str] = {}
-
-    def show(endpoint: str, status: BatchStatus) -> None:
-        key = (endpoint, status.batch_id)
-        if last.get(key) != status.status:
-            last[key] = status.status
-            part = f" part {status.part}/{status.parts}" if status.parts > 1 else ""
-            console.print(escape(f"batch {status.batch_id}{part} at {endpoint}: {status.status} "
-                                 f"({status.completed} done, {status.failed} failed of {status.total})"),
-                          highlight=False)
-    return show
-
-
-def _print_usage_cost(summary: dict[str, Any]) -> None:
-    """The judges' calls and what they cost (summary.json's usage and cost)."""
-    usage, cost = summary.get("usage") or {}, summary.get("cost") or {}
-    if not usage:
-        return
-    currency = cost.get("currency") or ""
-    for role, counts in usage.items():
-        value = cost.get(role)
-        shown = "no price" if value is None else f"{value:.4f} {currency}".strip()
-        batched = f", {counts.get('batch_calls', 0)} in batches" if counts.get("batch_calls") else ""
-        out.print(escape(f"{role}: {counts.get('calls', 0)} calls{batched}, {counts.get('cirrus_cache_hits', 0)} "
-                         f"from the cache, {counts.get('input_tokens', 0)} input / {counts.get('output_tokens', 0)} "
-                         f"output tokens, cost {shown}"), highlight=False)
-    if summary.get("batch"):
-        info = summary["batch"]
-        out.print(escape(f"batch: {info['requests']} requests in {info['rounds']} rounds"), highlight=False)
-
-
-def rescore(
-    run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose transcripts are judged again.")],
-    judge_model: Annotated[Optional[list[str]], typer.Option(help="The new coverage judge: a model name, or 'local' for the offline heuristic (default: cirrus.toml's judge). Several (repeated, or a comma list) make a judge panel: the majority decides, a tie is Not Included.")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: cirrus.toml's; for the run's own judge model, the URL the run recorded; else the provider registry).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key (default: cirrus.toml's; at the URL the run recorded, the run's judge key variable).")] = None,
-    fluency_model: Annotated[Optional[str], typer.Option(help="Re-check fluency with this model (or 'local'); default: reuse the run's saved fluency verdicts.")] = None,
-    fluency_base_url: Annotated[Optional[str], typer.Option(help="Base URL of the fluency checker (default: the judge's).")] = None,
-    fluency_api_key_env: Annotated[Optional[str], typer.Option(help="Key variable of the fluency checker (default: the judge's).")] = None,
-    new_run_id: Annotated[Optional[str], typer.Option("--run-id", help="Name of the new run (default: <RUN_ID>-rescored-<judge>); the same id resumes.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="(task, attempt) pairs in flight at once.")] = 8,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
-    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    batch: Annotated[bool, typer.Option("--batch", help=BATCH_HELP)] = False,
-) -> None:
-    """Judge a finished run's saved transcripts again with another judge, without calling the agent; writes a new run."""
-    from cirrus.evaluate.roles import LOCAL, SELF_JUDGED_HINT, RoleError, RoleOptions, build_roles
-    from cirrus.evaluate.store import RunMismatch
-    from cirrus.evaluate.tasks import TaskFileError
-    from cirrus.llm.providers import EndpointError
-    from cirrus.settings import SettingsError, load_settings
-
-    from cirrus.llm.batch import BatchError, BatchFailed, BatchUnsupported
-    from cirrus.llm.batching import BatchMissing
-    from cirrus.pricing import PriceError, parse_prices
-
-    try:
-        settings_file = load_settings(workspace, config)
-        prices = parse_prices(settings_file.prices, "cirrus.toml: prices")
-    except (SettingsError, PriceError) as exc:
-        _fail(str(exc))
-        return
-    configured_judge = settings_file.role("judge")
-    judge_name = ",".join(judge_model) if judge_model else configured_judge.model
-    if not judge_name:
-        _fail("give the new judge with --judge-model (a model name, or 'local')")
-        return
-    fluency = None
-    if fluency_model:
-        configured_fluency = settings_file.role("fluency")
-        fluency = RoleOptions(fluency_model, fluency_base_url or configured_fluency.base_url,
-                              fluency_api_key_env or configured_fluency.api_key_env, configured_fluency.params())
-    target = new_run_id or default_run_id(run_id, judge_name)
-    if not _RUN_ID.fullmatch(target) or target.startswith("."):
-        _fail(f"--run-id {target!r}: use letters, digits, '.', '_' and '-' only")
-
-    async def main(source: SourceRun) -> dict[str, Any]:
-        judge, where = judge_options(source, judge_name, judge_base_url or configured_judge.base_url,
-                                     judge_api_key_env or configured_judge.api_key_env, configured_judge.params())
-        if where:
-            _note(where)
-        # build_roles wants an agent: an offline baseline that is never called
-        roles = build_roles(RoleOptions("baseline:oracle"), judge, fluency or RoleOptions(LOCAL), source.tasks,
-                            workspace)
-        try:
-            extra = {"judge_role": roles.fingerprint["judge_role"]}
-            if fluency is not None:
-                extra["fluency_role"] = roles.fingerprint["fluency_role"]
-            details = {k: v for k, v in roles.details.items() if k != "agent_base_url"}
-            if fluency is None:
-                details.pop("fluency_base_url", None)
-            selfish = rescore_self_judged(source, roles.clients, fluency is None)
-            details.update(self_judged=bool(selfish), self_judged_roles=selfish)
-            if selfish:
-                console.print(f"[yellow]warning:[/] the rescore grades the agent with itself ({', '.join(selfish)}: "
-                              f"the agent's own model); recorded as self_judged; {escape(SELF_JUDGED_HINT)}")
-            models = {name: client.model for name, client in roles.clients.items() if name != "agent"}
-            settings = RescoreSettings(workspace, run_id, target, concurrency, not quiet, extra,
-                                       {**details, "batch": batch}, models, prices)
-            collector = None
-            if batch:
-                from cirrus.llm.batching import BatchCollector
-
-                collector = BatchCollector()
-                if not roles.use_batch(collector):
-                    console.print("[yellow]note:[/] --batch: no role calls a model (the local judge), nothing to batch")
-                    collector = None
-            return await run_rescore(settings, roles.judge, roles.fluency if fluency else None, source,
-                                     batch=collector, notify=None if quiet else _note,
-                                     batch_progress=None if quiet else _batch_progress())
-        finally:
-            await roles.aclose()
-
-    try:
-        source = load_source(workspace, run_id)
-        summary = asyncio.run(main(source))
-    except BatchUnsupported as exc:
-        _fail(str(exc), code=2)
-        return
-    except BatchFailed as exc:
-        _fail(str(exc), code=1)  # names the batch id and the state file to delete to send it again
-        return
-    except BatchError as exc:  # a state file of other requests, polling that kept failing, TooManyRounds
-        _fail(str(exc), code=1)
-        return
-    except KeyboardInterrupt:
-        console.print("\n[yellow]interrupted:[/] run the same command again to resume"
-                      + (" (the batches already sent are polled, not sent again)" if batch else ""))
-        raise typer.Exit(130) from None
-    except (RescoreError, TaskFileError, RoleError, EndpointError, RunMismatch, ValueError) as exc:
-        _fail(str(exc))
-        return
-    except BatchMissing as exc:
-        _fail(str(exc), code=1)
-        return
-    _print_rescore(summary, workspace / REPORTS_DIR / target)
-    _print_usage_cost(summary)

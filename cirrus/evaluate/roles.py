@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cirrus.agents.baselines import OracleAgent, RetrievalAgent
+from cirrus.domain import Domain, workspace_domain
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker
 from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker
 from cirrus.llm.providers import shown_url
@@ -136,8 +137,12 @@ def panel_members(model: str) -> list[str]:
 
 
 def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
-                tasks: Iterable[dict[str, Any]], workspace: Path, *, concurrency: int | None = None) -> Roles:
+                tasks: Iterable[dict[str, Any]], workspace: Path, *, concurrency: int | None = None,
+                domain: Domain | None = None) -> Roles:
     """``tasks`` is read only by the retrieval baseline (its reply index).
+    ``domain``: the business the agent's default system prompt and the
+    judges' prompts name (default: :func:`cirrus.domain.workspace_domain`,
+    ``[domain]`` of cirrus.toml or the workspace manifest's).
     ``concurrency`` (``cirrus eval --concurrency``) is the ceiling of every
     endpoint's adaptive window of requests in flight (docs/concurrency.md).
     A judge model naming several models (``"a,b,c"``) is a judge panel
@@ -157,6 +162,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                           {"temperature": 0.0, **{k: v for k, v in judge.params.items() if k != "temperature"},
                            **fluency.params}, fluency.option_prefix)
 
+    domain = domain if domain is not None else workspace_domain(workspace)
     pool = None
     clients: dict[str, Any] = {}
 
@@ -180,15 +186,19 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
         agent_part = RetrievalAgent(tasks)
     else:
         from cirrus.agents.openai_agent import OpenAIAgent
+        from cirrus.agents.prompts import agent_system_prompt
 
-        agent_part = OpenAIAgent(client(agent, "agent"))
+        agent_part = OpenAIAgent(client(agent, "agent"), system_prompt=agent_system_prompt(domain))
     def coverage_judge(model: str, name: str) -> CoverageJudge:
         if model == LOCAL:
             return LocalCoverageJudge()
+        from cirrus.judges import prompts
         from cirrus.judges.llm import LLMCoverageJudge
 
         return LLMCoverageJudge(client(RoleOptions(model, judge.base_url, judge.api_key_env, judge.params,
-                                                   judge.option_prefix), name))
+                                                   judge.option_prefix), name),
+                                system_prompt=prompts.coverage_system(domain),
+                                later_system_prompt=prompts.coverage_later_system(domain))
 
     if len(members) == 1:
         judge_part: CoverageJudge = coverage_judge(members[0], "judge")
@@ -200,9 +210,10 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
     if fluency.model == LOCAL:
         fluency_part: FluencyChecker = LocalFluencyChecker()
     else:
+        from cirrus.judges import prompts
         from cirrus.judges.llm import LLMFluencyChecker
 
-        fluency_part = LLMFluencyChecker(client(fluency, "fluency"))
+        fluency_part = LLMFluencyChecker(client(fluency, "fluency"), system_prompt=prompts.fluency_system(domain))
     fingerprint = {"agent_role": _fingerprint(agent_part), "judge_role": _fingerprint(judge_part),
                    "fluency_role": _fingerprint(fluency_part)}
     if isinstance(judge_part, LocalCoverageJudge):
@@ -212,7 +223,9 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                "fluency_base_url": shown_url(fluency.base_url),
                "api_key_envs": sorted({o.api_key_env for o in (agent, judge, fluency) if o.api_key_env}),
                # the names of the variables (never a key): cirrus rescore's default for the run's own judge
-               "judge_api_key_env": judge.api_key_env}
+               "judge_api_key_env": judge.api_key_env,
+               # what the prompts were told of the business (cirrus.domain); its text is in their hashes
+               **({"domain": domain.to_dict()} if domain.is_set else {})}
     selfish = self_judged_roles(clients)
     details["self_judged"] = bool(selfish)
     details["self_judged_roles"] = selfish

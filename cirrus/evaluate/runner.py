@@ -16,57 +16,20 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cirrus import __version__
 from cirrus.evaluate.failures import failure_of
-from cirrus.evaluate.scheduler import Budget, Schedule, run_attempts
+from cirrus.evaluate.run_settings import EvalSettings, budget, usage_and_cost
+from cirrus.evaluate.scheduler import Schedule, run_attempts
 from cirrus.evaluate.tasks import TaskIndex
 from cirrus.evaluate.types import Agent, CoverageJudge, FluencyChecker
 from cirrus.evaluate.walk import WalkResult, walk
-from cirrus.judges.agreement import panel_agreement, votes_of_rows
+from cirrus.judges.agreement import judge_votes, panel_agreement, votes_of_rows
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
-from cirrus.pricing import Price
 from cirrus.replay import ToolReplayer
-from cirrus.usage import UsageLedger
 from cirrus.workspace import REPORTS_DIR
-
-
-@dataclass
-class EvalSettings:
-    workspace: Path
-    run_id: str
-    runs: int
-    pass_k: int
-    concurrency: int
-    limit: int | None = None
-    progress: bool = True
-    # what must not change when a run is resumed (models, parameters, prompts)
-    fingerprint_extra: dict[str, Any] = field(default_factory=dict)
-    # recorded with the run, free to change (base URLs, ``self_judged``: its
-    # value is also summary.json's)
-    details_extra: dict[str, Any] = field(default_factory=dict)
-    # "walk" (contract section 4) or "subtask" (every checkpoint alone with the
-    # real history: cirrus.evaluate.subtask, docs/subtasks.md)
-    mode: str = "walk"
-    # the model of each model client ("agent", "judge" or a panel's "judge[2]", "fluency") and the
-    # [prices] of cirrus.toml: summary.json's cost (cirrus.pricing.run_cost)
-    client_models: dict[str, str] = field(default_factory=dict)
-    prices: dict[str, Price] = field(default_factory=dict)
-    # --max-cost: start no attempt once the run has spent this much (in the prices' currency)
-    max_cost: float | None = None
-
-
-def judge_votes(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """Each judge panel member's coverage verdict on a turn, ``{"checkpoint",
-    "judge", "ok"}`` per member and checkpoint asked; ``None`` for a single
-    judge."""
-    votes = [{"checkpoint": verdict["checkpoint"], "judge": vote["judge"], "ok": vote["ok"]}
-             for verdict in verdicts if verdict.get("kind") == "coverage" for vote in verdict.get("votes") or ()]
-    return votes or None
 
 
 def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
@@ -85,11 +48,18 @@ def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, e
         "wall_s": round(t.turn.wall_s, 4), "input_tokens": t.turn.input_tokens, "model_calls": t.turn.model_calls,
         "judge_votes": judge_votes(t.verdicts), "failure": failure_of(t, task),
     } for t in result.turns]
+    noted = agent_note_counts(note for t in result.turns for note in t.turn.notes)
     return {**base, "status": "ok", "error": None, "covered": result.outcome.covered,
             "accepted_turns": result.outcome.accepted_turns, "tpr": metrics.tpr, "lj": metrics.lj, "nei": metrics.nei,
             "mtl": metrics.mtl, "mtl_alg1": metrics.mtl_alg1, "success": metrics.success,
             "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens, "wall_s": round(result.wall_s, 4), "turns": turns}
+            "output_tokens": result.output_tokens, "wall_s": round(result.wall_s, 4), "turns": turns,
+            **({"agent_notes": noted} if noted else {})}
+
+
+def agent_note_counts(notes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The agent notes (``AgentTurn.notes``, cirrus.agents.replies) per kind."""
+    return dict(sorted(Counter(str(note.get("kind")) for note in notes).items()))
 
 
 def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
@@ -101,10 +71,11 @@ def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | 
             **turn, "checkpoint": judged.checkpoint, "query": checkpoint["query"], "reference": checkpoint["reply"],
             "reference_tool_calls": checkpoint["tool_calls"], "agent_messages": judged.turn.messages,
             "agent_text": judged.turn.text,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "recorded": c.recorded,
-                            "error": c.error} for c in judged.turn.tool_calls],
+            "tool_calls": [c.record() for c in judged.turn.tool_calls],
             "verdicts": judged.verdicts, "accepted": judged.decision.accepted,
             "covered_through": judged.covered_through, "fluent": judged.fluent,
+            # what the model answered besides a clean reply (cirrus.agents.replies)
+            **({"agent_notes": judged.turn.notes} if judged.turn.notes else {}),
         })
     return {"task_id": task["task_id"], "attempt": attempt, "status": "ok" if result else "error", "error": error,
             "turns": turns}
@@ -122,41 +93,6 @@ def summarize(rows: list[dict[str, Any]], model: str, k: int, extra: dict[str, A
                                           **{f: r.get(f) for f in OPTIONAL_SUMMARY_FIELDS}) for r in rows], k)
     return {"model": model, **metrics.summary(), "attempts": len(rows), "k": k, "cirrus_version": __version__,
             "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **extra}
-
-
-def budget(settings: EvalSettings) -> Budget | None:
-    """The ``--max-cost`` budget of a run (``None`` without one)."""
-    if settings.max_cost is None:
-        return None
-    return Budget(settings.max_cost, settings.client_models, settings.prices)
-
-
-def usage_and_cost(usages: Iterable[Mapping[str, Any] | None], settings: EvalSettings,
-                   overhead: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
-    """``summary.json``'s ``usage`` (per role: calls, tokens, Cirrus cache
-    hits; summed over ``usages``, the attempt rows' ``usage``, and
-    ``overhead``, the billed requests outside them: ``{"kind", "usage"}``
-    records of :func:`cirrus.evaluate.overhead.overhead_records`) and
-    ``cost`` (per role, ``total`` and ``currency``, from the ``[prices]`` of
-    cirrus.toml; null where a role's model has no price), and
-    ``prompt_cache_share``: per role with input tokens, the share of them the
-    provider's prompt cache served (0 where the provider reports none).  With
-    overhead, ``overhead_usage`` says, per kind (``preflight``, ``rerun``)
-    and role, which part of ``usage`` it was."""
-    from cirrus.pricing import run_cost
-
-    ledger = UsageLedger.total_of(usages)
-    kinds: dict[str, UsageLedger] = {}
-    for record in overhead:
-        part = UsageLedger.from_dict(record.get("usage"))
-        kinds.setdefault(str(record.get("kind")), UsageLedger()).merge(part)
-        ledger.merge(part)
-    roles = ledger.by_role()
-    shown = {kind: part.roles_dict() for kind, part in kinds.items() if part.clients}
-    return {"usage": ledger.roles_dict(), "cost": run_cost(ledger, settings.client_models, settings.prices),
-            "prompt_cache_share": {role: round(usage.cached_input_tokens / usage.input_tokens, 4)
-                                   for role, usage in roles.items() if usage.input_tokens},
-            **({"overhead_usage": shown} if shown else {})}
 
 
 async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, fluency: FluencyChecker,
@@ -218,10 +154,12 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     reasons: Counter[str] = Counter()
     members = getattr(judge, "member_names", None)  # a judge panel (cirrus.judges.panel)
     votes: list[list[bool]] = []
+    noted: Counter[str] = Counter()
     for row in store.latest_rows():
         if (row["task_id"], row["attempt"]) in keys:
             rows.append({**{f: row[f] for f in SUMMARY_FIELDS}, **{f: row.get(f) for f in OPTIONAL_SUMMARY_FIELDS}})
             usages.append(row.get("usage"))
+            noted.update(row.get("agent_notes") or {})
             if row["status"] == "error":
                 reasons[str(row.get("error") or "unknown error")] += 1
             elif members:
@@ -233,6 +171,8 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
         "wall_s_this_session": round(outcome.elapsed_s, 2),
         # the judge or fluency checker is the agent's own model (cirrus.evaluate.roles.self_judged_roles)
         "self_judged": bool(settings.details_extra.get("self_judged", False)),
+        # agent notes per kind over the committed attempts (docs/report-schema.md)
+        "agent_notes": dict(sorted(noted.items())),
         **({"judge_panel": panel_agreement(members, votes)} if members else {}),
         **usage_and_cost(usages, settings, outcome.overhead),
         **({"budget_stop": outcome.budget_stop} if outcome.budget_stop else {}),

@@ -50,7 +50,7 @@ from cirrus.workspace import REPORTS_DIR
 if TYPE_CHECKING:
     from cirrus.evaluate.types import Agent, AgentTurn, CoverageJudge
     from cirrus.metrics import CheckpointDecision
-    from cirrus.evaluate.runner import EvalSettings
+    from cirrus.evaluate.run_settings import EvalSettings
     from cirrus.evaluate.tasks import TaskIndex
 
 MODE_WALK = "walk"
@@ -186,9 +186,10 @@ def agent_input_tokens(task: Mapping[str, Any], messages: Sequence[Mapping[str, 
     :func:`cirrus.agents.prompts.request_tokens`)."""
     from cirrus.agents import prompts
     from cirrus.offline import count_tokens
+    from cirrus.tool_matching import without_rules
 
     system = prompts.system_message(task, system_prompt if system_prompt is not None else prompts.SYSTEM_PROMPT)
-    return prompts.request_tokens(system, task.get("tools") or None, messages, count_tokens)
+    return prompts.request_tokens(system, without_rules(task.get("tools") or None), messages, count_tokens)
 
 
 # --------------------------------------------------------------------------
@@ -271,7 +272,8 @@ async def _run_subtask(task: dict[str, Any], number: int, checkpoint: Mapping[st
     try:
         replayer.seek(position)
         result.turn = await agent.respond(TurnRequest(task, history, checkpoint["query"], attempt), replayer)
-        result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn)
+        result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn,
+                                                          matching=getattr(replayer, "matching", None))
         result.verdicts.append(_verdict_record("coverage", number, verdict, result.decision.accepted))
     except EndpointError:
         raise
@@ -283,7 +285,7 @@ async def _run_subtask(task: dict[str, Any], number: int, checkpoint: Mapping[st
 
 
 def _subtask_record(result: SubtaskResult) -> dict[str, Any]:
-    from cirrus.evaluate.runner import judge_votes
+    from cirrus.judges.agreement import judge_votes
 
     turn, decision = result.turn, result.decision
     ok = turn is not None and decision is not None
@@ -330,10 +332,10 @@ def subtask_transcript(task: Mapping[str, Any], attempt: int, result: SubtaskAtt
             "checkpoint": s.checkpoint, "history_messages": s.history_messages, "query": checkpoint["query"],
             "reference": checkpoint["reply"], "reference_tool_calls": checkpoint.get("tool_calls") or [],
             "agent_messages": turn.messages if turn else [], "agent_text": turn.text if turn else None,
-            "tool_calls": [{"name": c.name, "arguments": c.arguments, "result": c.result, "recorded": c.recorded,
-                            "error": c.error} for c in (turn.tool_calls if turn else [])],
+            "tool_calls": [c.record() for c in (turn.tool_calls if turn else [])],
             "verdicts": s.verdicts, "accepted": s.decision.accepted if s.decision else None,
             "status": s.status, "error": s.error,
+            **({"agent_notes": turn.notes} if turn and turn.notes else {}),
         })
     error = error if result is None else result.error
     return {"task_id": task["task_id"], "attempt": attempt, "mode": MODE_SUBTASK,
@@ -489,7 +491,7 @@ async def run_subtask_eval(settings: EvalSettings, agent: Agent, judge: Coverage
     ``"mode": "subtask"``, so a walk run cannot be resumed in subtask mode or
     the other way round.  Returns ``summary.json``'s content plus
     ``error_reasons``."""
-    from cirrus.evaluate.runner import budget, usage_and_cost
+    from cirrus.evaluate.run_settings import budget, usage_and_cost
     from cirrus.evaluate.scheduler import Schedule, run_attempts
     from cirrus.llm.providers import EndpointError
 

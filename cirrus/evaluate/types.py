@@ -30,6 +30,18 @@ class ToolCallMade:
     result: Any = None
     recorded: bool = False  # answered from the cassette (not a "no recorded result" error)
     error: str | None = None
+    # the text form the call was read from when the model wrote it in its
+    # message instead of tool_calls (cirrus.agents.text_tool_calls, opt-in);
+    # None for a real tool call
+    read_from_text: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The call as transcripts write it (``read_from_text`` only when set)."""
+        record = {"name": self.name, "arguments": self.arguments, "result": self.result,
+                  "recorded": self.recorded, "error": self.error}
+        if self.read_from_text is not None:
+            record["read_from_text"] = self.read_from_text
+        return record
 
 
 @dataclass(slots=True)
@@ -44,6 +56,10 @@ class AgentTurn:
     model_calls: int = 0
     wall_s: float = 0.0
     ttft_s: float | None = None
+    # what the model answered besides a clean reply and what was done with it
+    # (think blocks removed, tool calls written as text, empty reply, ...):
+    # {"kind", "model_call", ...} each (cirrus.agents.replies)
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cirrus.evaluate.types import AgentTurn, Agent, CoverageJudge, FluencyChecker, TurnRequest, Verdict
-from cirrus.ingest.cassettes import canonical_json, normalize_arguments
 from cirrus.metrics import CheckpointDecision, WalkOutcome, accepts
 from cirrus.replay import ToolReplayer
-
-
-def _canonical(arguments: Any) -> str:
-    return canonical_json(normalize_arguments(arguments))
+from cirrus.tool_matching import ToolMatching, match_key
 
 
 @dataclass(slots=True)
@@ -75,15 +71,17 @@ async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]], answ
 
 async def judge_checkpoint(
     judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: dict[str, Any], turn: AgentTurn,
-    answered: dict[str, Any] | None = None,
+    answered: dict[str, Any] | None = None, matching: ToolMatching | None = None,
 ) -> tuple[CheckpointDecision, Verdict | None]:
     """``accepts(response, k)`` of the contract for one checkpoint;
     ``answered`` is the checkpoint whose query the turn answered (default:
-    ``checkpoint`` itself)."""
+    ``checkpoint`` itself); ``matching``: the argument-matching rules the
+    replay answered the calls with (:mod:`cirrus.tool_matching`), so that a
+    call the cassette answered under them is the reference call it matched."""
     verdict = await ask_coverage(judge, history, answered or checkpoint, checkpoint, turn.text)
     rr = verdict.ok if verdict is not None else True  # True: a checkpoint of tool calls only
-    reference = [(c["name"], _canonical(c["arguments"])) for c in checkpoint["tool_calls"]]
-    made = [(c.name, _canonical(c.arguments), c.recorded) for c in turn.tool_calls]
+    reference = [(c["name"], match_key(c["name"], c["arguments"], matching)) for c in checkpoint["tool_calls"]]
+    made = [(c.name, match_key(c.name, c.arguments, matching), c.recorded) for c in turn.tool_calls]
     return accepts(rr, reference, made), verdict
 
 
@@ -111,6 +109,7 @@ async def walk(
     started = time.perf_counter()
     checkpoints = task["checkpoints"]
     total = len(checkpoints)
+    matching = getattr(replayer, "matching", None)  # the rules the replay answers with
     history: list[dict[str, Any]] = list(task.get("history", []))
     k, covered, accepted_turns = 1, 0, 0
     stl_accepted: list[int] = []
@@ -123,7 +122,7 @@ async def walk(
         history = history + list(current.get("context") or [])
         turn = await agent.respond(TurnRequest(task, history, current["query"], attempt), replayer)
         seen = history + [{"role": "user", "content": current["query"]}]
-        decision, verdict = await judge_checkpoint(judge, seen, current, turn)
+        decision, verdict = await judge_checkpoint(judge, seen, current, turn, matching=matching)
         record = JudgedTurn(k, current.get("reply_type", ""), turn, decision)
         record.verdicts.append(_verdict_record("coverage", k, verdict, decision.accepted))
         judged.append(record)
@@ -132,7 +131,7 @@ async def walk(
             break
         j = k
         while j < total:
-            later, later_verdict = await judge_checkpoint(judge, seen, checkpoints[j], turn, current)
+            later, later_verdict = await judge_checkpoint(judge, seen, checkpoints[j], turn, current, matching)
             record.verdicts.append(_verdict_record("coverage", j + 1, later_verdict, later.accepted))
             if not later.accepted:
                 break

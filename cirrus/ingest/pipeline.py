@@ -166,7 +166,8 @@ class TicketProcessor:
                 from cirrus.ingest.annotate.llm import LLMAnnotator
 
                 annotator = LLMAnnotator(self._annotator_spec.endpoint, fallback=rules,
-                                         answers_path=self._annotator_spec.answers_path)
+                                         answers_path=self._annotator_spec.answers_path,
+                                         domain=self.config.domain.value())
             self._annotators[language] = annotator
         return self._annotators[language]
 
@@ -187,7 +188,8 @@ class TicketProcessor:
                 if spec.endpoint is not None:
                     from cirrus.ingest.annotate.select_llm import LLMSelector
 
-                    selector = LLMSelector(spec.endpoint, fallback=rules, answers_path=spec.answers_path)
+                    selector = LLMSelector(spec.endpoint, fallback=rules, answers_path=spec.answers_path,
+                                           domain=self.config.domain.value())
             self._selectors[language] = selector
         return self._selectors[language]
 

@@ -184,6 +184,7 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
         "pipeline": options.pipeline.name,
         "config_hash": config_hash(options),
         "annotator": options.annotator.label,
+        **({"domain": options.pipeline.domain.value().to_dict()} if options.pipeline.domain.value().is_set else {}),
         "statuses_ingested": sorted(options.statuses),
         "counts": {
             "read": tally.read,

@@ -22,6 +22,7 @@ import yaml
 
 from cirrus.ingest.cassettes import normalize_arguments
 from cirrus.schema import ToolExchange, openai_function_name
+from cirrus.tool_matching import MatchingError, matching_from_schemas
 
 # The order types are listed in when a value was seen with several.
 _TYPE_ORDER = ("string", "integer", "number", "boolean", "array", "object", "null")
@@ -192,6 +193,10 @@ def load_tool_schemas(path: Path) -> dict[str, dict[str, Any]]:
             )
         tools[name] = {"type": "function", "function": function}
         first_entry[name] = number
+        try:  # x-cirrus-match rules (cirrus.tool_matching): checked here, not at the first replay
+            matching_from_schemas([tools[name]])
+        except MatchingError as exc:
+            raise ToolSchemaError(f"{path}: entry {number}: {exc}") from None
     return tools
 
 

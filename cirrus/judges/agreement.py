@@ -82,6 +82,15 @@ def panel_agreement(members: Sequence[str], votes: Sequence[Sequence[bool]]) -> 
     }
 
 
+def judge_votes(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Each judge panel member's coverage verdict on a turn, ``{"checkpoint",
+    "judge", "ok"}`` per member and checkpoint asked; ``None`` for a single
+    judge."""
+    votes = [{"checkpoint": verdict["checkpoint"], "judge": vote["judge"], "ok": vote["ok"]}
+             for verdict in verdicts if verdict.get("kind") == "coverage" for vote in verdict.get("votes") or ()]
+    return votes or None
+
+
 def votes_of_rows(rows: Sequence[dict[str, Any]], members: Sequence[str]) -> list[list[bool]]:
     """The vote table of a run's attempt rows (``turns[].judge_votes``): one
     row per coverage question the whole panel answered, members in

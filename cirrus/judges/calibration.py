@@ -1,4 +1,5 @@
-"""Judge calibration: ``cirrus judge-eval LABELS.jsonl [--role fluency]``.
+"""Judge calibration (the library behind ``cirrus judge-eval LABELS.jsonl
+[--role fluency]``, :mod:`cirrus.commands.judge_eval`).
 
 Measures a coverage judge against human labels the way the paper does (91.49%
 agreement on 141 expert labels), so users can measure their own judge; with
@@ -60,19 +61,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Optional, TypeVar
-
-import typer
-from rich.markup import escape
-from rich.table import Table
-
-from cirrus.console import cli_console
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from cirrus.evaluate.types import CoverageJudge, FluencyChecker, Verdict
-
-console = cli_console(stderr=True)
-out = cli_console()
 
 INCLUDED = "Included"
 NOT_INCLUDED = "Not Included"
@@ -537,181 +529,10 @@ def metrics_of(results: Sequence[CaseResult]) -> JudgeMetrics:
     return judge_metrics([r.case.label for r in scored], [bool(r.predicted) for r in scored])
 
 
-# ---------------------------------------------------------------------------
-# the command
-
-
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
-
-
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def print_metrics(metrics: JudgeMetrics, title: str, errors: int = 0, spec: RoleSpec = COVERAGE_SPEC) -> None:
-    c = metrics.confusion
-    yes, no, measured = spec.positive, spec.negative, spec.measured
-    table = Table(title=title, show_header=False)
-    table.add_row("rows scored", str(c.n))
-    table.add_row("rows failed (infrastructure)", str(errors))
-    table.add_row(f"labelled {yes}", f"{c.tp + c.fn} of {c.n}")
-    ci = metrics.accuracy_ci95
-    accuracy_text = _fmt(metrics.accuracy)
-    if metrics.accuracy is not None:
-        accuracy_text += f" ({metrics.accuracy:.2%})"
-    if ci is not None:
-        accuracy_text += f", 95% CI {ci[0]:.4f}-{ci[1]:.4f}"
-    table.add_row("accuracy", accuracy_text)
-    table.add_row(f"precision ({yes})", _fmt(metrics.precision))
-    table.add_row(f"recall ({yes})", _fmt(metrics.recall))
-    table.add_row(f"F1 ({yes})", _fmt(metrics.f1))
-    kappa = _fmt(metrics.kappa)
-    if metrics.kappa is None and c.n:
-        kappa += " (undefined: labels and verdicts are all one class)"
-    table.add_row("Cohen's kappa", kappa)
-    out.print(table)
-    matrix = Table(title=f"confusion matrix (rows: human label, columns: {measured})")
-    matrix.add_column("")
-    matrix.add_column(f"{measured} {yes}", justify="right")
-    matrix.add_column(f"{measured} {no}", justify="right")
-    matrix.add_row(f"label {yes}", str(c.tp), str(c.fn))
-    matrix.add_row(f"label {no}", str(c.fp), str(c.tn))
-    out.print(matrix)
-
-
-def _print_usage(ledger: Any, models: dict[str, str], prices: dict[str, Any]) -> None:
-    """One line per model client: calls (in batches), cache hits, tokens and
-    cost (``[prices]`` of cirrus.toml; batch calls at the batch price)."""
-    from cirrus.pricing import PriceError, run_cost
-
-    if not ledger.clients:
-        return
-    try:
-        cost = run_cost(ledger, models, prices)
-    except PriceError as exc:
-        console.print(f"[yellow]note:[/] no cost: {escape(str(exc))}")
-        cost = {}
-    for role, usage in ledger.by_role().items():
-        value = cost.get(role)
-        shown = "no price" if value is None else f"{value:.6f} {cost.get('currency') or ''}".strip()
-        batched = f" ({usage.batch_calls} in batches)" if usage.batch_calls else ""
-        out.print(escape(f"{role}: {usage.calls} calls{batched}, {usage.cirrus_cache_hits} from the cache, "
-                         f"{usage.input_tokens} input / {usage.output_tokens} output tokens, cost {shown}"),
-                  highlight=False)
-
-
-def judge_eval(
-    labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label (with --role fluency: history, next_query, label Yes/No).")],
-    role: Annotated[CalibratedRole, typer.Option(help="What to measure: the coverage judge (labels Included/Not Included) or the fluency checker (labels Yes/No: does the customer's next message still follow?).")] = CalibratedRole.coverage,
-    judge_model: Annotated[Optional[str], typer.Option(help="The model being measured, the judge or with --role fluency the fluency checker: a model name, or 'local' for the offline heuristic (default: cirrus.toml's \\[roles.judge], or \\[roles.fluency] with --role fluency, else local).")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the model being measured (default: provider registry).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the API key of the model being measured.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight at once.")] = 8,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write one JSON line per row (label, verdict, raw answer) here.")] = None,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N rows.")] = None,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (cirrus.toml, response cache).")] = Path("."),
-    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    batch: Annotated[bool, typer.Option("--batch", help="Send the questions through the provider's Batch API, at its batch price (one batch, a second round only to repair unreadable answers). Waits for the provider, up to its completion window (24h). Interrupted? Run the same command again: the batch already sent is polled, not sent again (state under .cirrus-cache/batches/). Poll interval: $CIRRUS_BATCH_POLL_S seconds (default 30).")] = False,
-) -> None:
-    """Measure a coverage judge (or, with --role fluency, the fluency checker) against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
-    from tqdm import tqdm
-
-    from cirrus.evaluate.roles import CACHE_DIR, LOCAL, RoleError, RoleOptions, build_roles
-    from cirrus.llm.batch import BatchError, BatchUnsupported
-    from cirrus.llm.batching import STATE_SUBDIR, BatchCollector, BatchMissing
-    from cirrus.llm.providers import EndpointError
-    from cirrus.pricing import PriceError, parse_prices
-    from cirrus.settings import SettingsError, load_settings
-    from cirrus.usage import UsageLedger, recording
-
-    fluency = role is CalibratedRole.fluency
-    spec = SPECS[role]
-    coverage_cases: list[LabelledCase] = []
-    fluency_cases: list[FluencyCase] = []
-    try:
-        if fluency:
-            fluency_cases = load_fluency_labels(labels, limit)
-        else:
-            coverage_cases = load_labels(labels, limit)
-        settings_file = load_settings(workspace, config)
-        configured = settings_file.role("fluency" if fluency else "judge")
-        prices = parse_prices(settings_file.prices, "cirrus.toml: prices")
-    except (LabelFileError, SettingsError, PriceError) as exc:
-        _fail(str(exc))
-        return
-    options = RoleOptions(judge_model or configured.model or LOCAL, judge_base_url or configured.base_url,
-                          judge_api_key_env or configured.api_key_env, configured.params(),
-                          option_prefix="judge")  # --judge-base-url, --judge-api-key-env, also with --role fluency
-    cases: Sequence[Case] = fluency_cases or coverage_cases
-    ledger = UsageLedger()
-    models: dict[str, str] = {}
-
-    def note(text: str) -> None:
-        console.print(escape(text), highlight=False)
-
-    async def main() -> tuple[str, list[CaseResult]]:
-        # build_roles wants an agent: an offline baseline that is never called
-        if fluency:
-            roles = build_roles(RoleOptions("baseline:oracle"), RoleOptions(LOCAL), options, [], workspace)
-        else:
-            roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
-        models.update({name: client.model for name, client in roles.clients.items() if name != "agent"})
-        try:
-            if batch:
-                collector = BatchCollector()
-                if roles.use_batch(collector):
-                    ask: Any = fluency_question(roles.fluency) if fluency else coverage_question(roles.judge)
-                    name = "fluency" if fluency else "judge"
-                    await batch_rounds(ask, cases, collector, workspace / CACHE_DIR / STATE_SUBDIR /
-                                       f"judge-eval-{name}", notify=None if quiet else note)
-                else:
-                    note("note: --batch: the local heuristic calls no model, nothing to batch")
-            bar = tqdm(total=len(cases), desc="judge-eval", unit="row", disable=quiet, dynamic_ncols=True)
-            try:
-                with recording(ledger):
-                    if fluency:
-                        return roles.fluency.name, await run_fluency(roles.fluency, fluency_cases, concurrency,
-                                                                     lambda: bar.update(1))
-                    return roles.judge.name, await run_judge(roles.judge, coverage_cases, concurrency,
-                                                             lambda: bar.update(1))
-            finally:
-                bar.close()
-        finally:
-            await roles.aclose()
-
-    try:
-        judge_name, results = asyncio.run(main())
-    except BatchUnsupported as exc:
-        _fail(str(exc), code=2)
-        return
-    except (BatchError, BatchMissing) as exc:  # BatchFailed names the batch and the state file to delete
-        _fail(str(exc), code=1)
-        return
-    except KeyboardInterrupt:
-        console.print("\n[yellow]interrupted:[/] run the same command again to resume"
-                      + (" (the batch already sent is polled, not sent again)" if batch else ""))
-        raise typer.Exit(130) from None
-    except (RoleError, EndpointError, ValueError) as exc:
-        _fail(str(exc))
-        return
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("w", encoding="utf-8") as handle:
-            for result in results:
-                handle.write(json.dumps(result.record(), ensure_ascii=False) + "\n")
-    errors = [r for r in results if r.error]
-    metrics = metrics_of(results)
-    what = "judge-eval --role fluency" if fluency else "judge-eval"
-    print_metrics(metrics, f"cirrus {what}: {judge_name} on {labels.name} ({len(cases)} rows)", len(errors), spec)
-    for result in errors[:10]:
-        console.print(f"[yellow]failed[/] {escape(f'{labels}:{result.case.line} ({result.case.id}): {result.error}')}",
-                      highlight=False)
-    _print_usage(ledger, models, prices)
-    if judge_name.startswith("local"):
-        measured = "fluency checker" if fluency else "judge"
-        console.print(f"[yellow]note:[/] the local {measured} is an offline heuristic, not a model judgement")
-    if metrics.n == 0:
-        _fail(f"no row could be judged (every {'checker' if fluency else 'judge'} call failed)", code=1)
+def write_records(path: Path, results: Sequence[CaseResult]) -> None:
+    """One JSON line per case (line, id, label, predicted, correct, raw
+    answer, error) at ``path``, its folder made when missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(json.dumps(result.record(), ensure_ascii=False) + "\n")

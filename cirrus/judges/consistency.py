@@ -1,4 +1,5 @@
-"""How noisy is the judge itself: ``cirrus judge-consistency RUN_ID``.
+"""How noisy is the judge itself (the library behind ``cirrus
+judge-consistency RUN_ID``, :mod:`cirrus.commands.judge_consistency`).
 
 A finished run's ``transcripts.jsonl`` keeps every coverage verdict the judge
 gave, with the turn it was given on.  This command draws a reproducible
@@ -48,35 +49,26 @@ import datetime as dt
 import json
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
-from rich.markup import escape
-from rich.table import Table
-
-from cirrus.console import cli_console
+from cirrus.evaluate.saved_run import RunJudge
 from cirrus.judges.calibration import wilson_interval
 from cirrus.workspace import REPORTS_DIR
 
 if TYPE_CHECKING:
-    from cirrus.evaluate.rescore import SourceRun
     from cirrus.evaluate.roles import RoleOptions
+    from cirrus.evaluate.saved_run import SourceRun
     from cirrus.evaluate.types import CoverageJudge
     from cirrus.settings import RoleSettings
-
-console = cli_console(stderr=True)
-out = cli_console()
 
 OUTPUT_FILE = "judge_consistency.json"
 KINDS = ("own", "jump")
 BOOTSTRAP_RESAMPLES = 2000
 # RoleConfig keywords that change what the judge answers (run.json's params hold them)
 _ANSWER_PARAMS = frozenset({"temperature", "max_tokens", "max_tokens_param", "reasoning_effort", "extra_body"})
-_MAX_SHOWN_ERRORS = 5
 _LEADING_VERDICT = re.compile(r"\s*(Not Included|Included)\b", re.I)
 
 T = TypeVar("T")
@@ -301,11 +293,11 @@ def check_transcripts(path: Path) -> None:
 
 def load_run(workspace: Path, run_id: str) -> SourceRun:
     """The finished run ``reports/<run_id>/`` of ``workspace`` with its tasks
-    (:func:`cirrus.evaluate.rescore.load_source`); :class:`ConsistencyError`
+    (:func:`cirrus.evaluate.saved_run.load_source`); :class:`ConsistencyError`
     says what is wrong: no such run (the available ones listed), an
     unfinished run, a damaged transcripts line (``FILE:LINE: reason``),
     tasks that are not the run's."""
-    from cirrus.evaluate.rescore import RescoreError, load_source
+    from cirrus.evaluate.saved_run import RescoreError, load_source
     from cirrus.evaluate.store import RUN_FILE, TRANSCRIPTS_FILE
     from cirrus.evaluate.tasks import TaskFileError
 
@@ -406,56 +398,6 @@ async def ask_again(judge: CoverageJudge, items: Sequence[JudgedItem], repeats: 
 # which judge
 
 
-@dataclass(frozen=True, slots=True)
-class RunJudge:
-    """The judge that made a run, as its ``run.json`` shows it."""
-
-    model: str | None  # a model name, a comma list (a panel) or "local"; None when run.json does not say
-    base_url: str | None  # credentials masked (***)
-    api_key_envs: tuple[str, ...]  # every role's key variable
-    params: dict[str, Any]  # RoleConfig keywords that shape the answers
-    fingerprint: Any
-
-
-def _role_params(body: Mapping[str, Any]) -> dict[str, Any]:
-    """RoleConfig keywords giving this request body (``RoleConfig.body_params``)."""
-    rest = {k: v for k, v in body.items() if k != "model"}
-    params = {name: rest.pop(name) for name in ("temperature", "reasoning_effort") if name in rest}
-    if "max_completion_tokens" in rest:
-        params.update(max_tokens=rest.pop("max_completion_tokens"), max_tokens_param="max_completion_tokens")
-    elif "max_tokens" in rest:
-        params["max_tokens"] = rest.pop("max_tokens")
-    if rest:
-        params["extra_body"] = rest
-    return params
-
-
-def run_judge(run: Mapping[str, Any]) -> RunJudge:
-    """Model, base URL, key variables and parameters of a run's judge."""
-    fingerprint = run.get("fingerprint") or {}
-    role = fingerprint.get("judge_role")
-    model, params = None, {}
-    if isinstance(role, dict) and isinstance(role.get("panel"), list) and role["panel"]:
-        members = [m if isinstance(m, dict) else {} for m in role["panel"]]
-        names = [m.get("model") if isinstance(m.get("model"), str) else
-                 "local" if m.get("name") == "local-heuristic" else None for m in members]
-        if all(names):
-            model = ",".join(str(name) for name in names)
-            params = _role_params(next((m.get("params") or {} for m in members if "params" in m), {}))
-    elif isinstance(role, dict) and isinstance(role.get("model"), str):
-        model, params = role["model"], _role_params(role.get("params") or {})
-    elif isinstance(role, dict) and role.get("name") == "local-heuristic":
-        model = "local"
-    else:
-        name = str(fingerprint.get("judge") or "")
-        if name == "local-heuristic":
-            model = "local"
-        elif name.startswith("llm-coverage:"):
-            model = name.split(":", 1)[1]
-    envs = run.get("api_key_envs") or []
-    return RunJudge(model, run.get("judge_base_url"), tuple(e for e in envs if isinstance(e, str)), params, role)
-
-
 def judge_options(recorded: RunJudge, configured: RoleSettings, model: str | None, base_url: str | None,
                   api_key_env: str | None) -> RoleOptions:
     """The judge to ask: the options given, else the run's own judge (from
@@ -490,19 +432,16 @@ def judge_options(recorded: RunJudge, configured: RoleSettings, model: str | Non
 
 
 # ---------------------------------------------------------------------------
-# the command
+# the result
 
 
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
-
-
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
+    """``0.125`` as ``12.5%`` (``0.5`` as ``50%``)."""
     return f"{value * 100:.1f}".removesuffix(".0") + "%"
 
 
-def _interval(ci: Sequence[float] | None) -> str:
+def ci95_text(ci: Sequence[float] | None) -> str:
+    """A 95% interval of shares as ``95% CI 10.0-30.0%``."""
     return f"95% CI {ci[0] * 100:.1f}-{ci[1] * 100:.1f}%" if ci else "no interval"
 
 
@@ -511,130 +450,33 @@ def reading(stats: ConsistencyStats) -> str:
     if stats.item_flip_rate is None:
         return "no item could be judged again (every call failed)"
     return (f"the judge changed its mind on {stats.items_flipped} of {stats.items_scored} items "
-            f"({_pct(stats.item_flip_rate)}, {_interval(stats.item_flip_rate_ci95)})")
+            f"({percent(stats.item_flip_rate)}, {ci95_text(stats.item_flip_rate_ci95)})")
 
 
-def print_stats(title: str, stats: dict[str, ConsistencyStats], caption: str | None = None) -> None:
-    """The table: one column for all items, one per kind."""
-    table = Table(title=title, caption=caption)
-    columns = {"all": "all items", "own": "own checkpoint (j = k)", "jump": "logical jump (j > k)"}
-    table.add_column("")
-    for name in columns:
-        table.add_column(columns[name], justify="right")
-
-    def rate(value: float | None, count: int, total: int, ci: Sequence[float] | None) -> str:
-        if value is None:
-            return "-"
-        return f"{_pct(value)} ({count} of {total}), {_interval(ci)}"
-
-    rows: list[tuple[str, Callable[[ConsistencyStats], str]]] = [
-        ("items asked", lambda s: str(s.sample)),
-        ("fresh calls (failed)", lambda s: f"{s.calls} ({s.failed_calls})"),
-        ("item flip rate", lambda s: rate(s.item_flip_rate, s.items_flipped, s.items_scored, s.item_flip_rate_ci95)),
-        ("verdict flip rate", lambda s: rate(s.verdict_flip_rate, s.verdicts_flipped, s.verdicts,
-                                             s.verdict_flip_rate_ci95)),
-        ("self-agreement", lambda s: "-" if s.self_agreement is None else
-         f"{_pct(s.self_agreement)} ({s.items_self_agreeing} of {s.items_compared})"),
-    ]
-    for label, show in rows:
-        table.add_row(label, *(show(stats[name]) for name in columns))
-    out.print(table)
-
-
-def judge_consistency(
-    run_id: Annotated[str, typer.Argument(help="The finished run (reports/<RUN_ID>/) whose saved coverage verdicts are asked again.")],
-    sample: Annotated[int, typer.Option("--sample", "-n", min=1, help="How many saved verdicts (items) to draw at random; all of them when the run has fewer.")] = 50,
-    repeats: Annotated[int, typer.Option("--repeats", "-r", min=1, help="Fresh judge calls per item (R); self-agreement needs R >= 2.")] = 3,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the random draw and of the bootstrap: the same seed draws the same items.")] = 0,
-    judge_model: Annotated[Optional[str], typer.Option(help="The judge to ask: a model name, a comma list (a panel) or 'local' (default: the run's own judge from run.json, else cirrus.toml's judge role).")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the judge (default: the run's, else cirrus.toml's, else the provider registry).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the judge's API key (default: the run's, else cirrus.toml's).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Judge calls in flight at once.")] = 8,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help=f"Write the result here instead of reports/<RUN_ID>/{OUTPUT_FILE}.")] = None,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, reports/, cirrus.toml).")] = Path("."),
-    config: Annotated[Optional[Path], typer.Option(help="Settings file (default: cirrus.toml in the workspace or here).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-) -> None:
-    """Measure how noisy the judge is: ask it a run's saved coverage questions again and count changed verdicts."""
-    from tqdm import tqdm
-
-    from cirrus.evaluate.roles import LOCAL, RoleError, RoleOptions, build_roles
-    from cirrus.files import DiskFullError, atomic_writer
-    from cirrus.llm.providers import EndpointError
-    from cirrus.settings import SettingsError, load_settings
-
-    try:
-        configured = load_settings(workspace, config).role("judge")
-        source = load_run(workspace, run_id)
-        items, unknown = collect_items(source)
-        recorded = run_judge(source.run)
-        options = judge_options(recorded, configured, judge_model, judge_base_url, judge_api_key_env)
-    except (SettingsError, ConsistencyError) as exc:
-        _fail(str(exc))
-        return
-    if not items:
-        _fail(f"run {run_id} holds no coverage verdict given by a judge call: there is nothing to ask again")
-    asked = draw_sample(items, sample, seed)
-    target = output or source.directory / OUTPUT_FILE
-
-    async def main() -> tuple[Any, Any, list[str]]:
-        # build_roles wants an agent: an offline baseline that is never called
-        roles = build_roles(RoleOptions("baseline:oracle"), options, RoleOptions(LOCAL), [], workspace)
-        try:
-            bypass_cache(roles.judge)
-            bar = tqdm(total=len(asked) * repeats, desc=f"judge-consistency {run_id}", unit="call", disable=quiet,
-                       dynamic_ncols=True)
-            try:
-                errors = await ask_again(roles.judge, asked, repeats, concurrency, lambda: bar.update(1))
-            finally:
-                bar.close()
-            return roles.judge, roles.fingerprint["judge_role"], errors
-        finally:
-            await roles.aclose()
-
-    try:
-        judge, fingerprint, errors = asyncio.run(main())
-    except (RoleError, EndpointError, ValueError) as exc:
-        _fail(str(exc))
-        return
+def consistency_result(source: SourceRun, asked: Sequence[JudgedItem], items_available: int, repeats: int,
+                       seed: int, judge_name: str, fingerprint: Any) -> tuple[dict[str, ConsistencyStats],
+                                                                               dict[str, Any]]:
+    """The statistics of the items ``asked`` again (``"all"`` and one per
+    kind of :data:`KINDS`) and the ``judge_consistency.json`` record of the
+    measurement (the statistics, the settings and every item)."""
     stats = {"all": consistency_stats([(i.saved, i.fresh) for i in asked], seed=seed)}
     for kind in KINDS:
         stats[kind] = consistency_stats([(i.saved, i.fresh) for i in asked if i.kind == kind], seed=seed)
     result = {
-        "run_id": source.run_id, "judge": judge.name, "judge_fingerprint": fingerprint,
-        "sample": len(asked), "repeats": repeats, "seed": seed, "items_available": len(items),
+        "run_id": source.run_id, "judge": judge_name, "judge_fingerprint": fingerprint,
+        "sample": len(asked), "repeats": repeats, "seed": seed, "items_available": items_available,
         **{k: v for k, v in stats["all"].as_dict().items() if k != "sample"},
         "by_kind": {kind: stats[kind].as_dict() for kind in KINDS},
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "items": [item.record() for item in asked],
     }
-    overall = stats["all"]
-    print_stats(f"cirrus judge-consistency: {judge.name} on run {source.run_id} ({len(asked)} of {len(items)} "
-                f"verdicts, {repeats} fresh calls each, seed {seed})", stats)
-    distinct = Counter(errors)  # the repeats of one item often fail alike
-    for message, count in list(distinct.items())[:_MAX_SHOWN_ERRORS]:
-        times = f" ({count} calls)" if count > 1 else ""
-        console.print(f"[yellow]failed call{times}[/] {escape(message)}", highlight=False)
-    if len(distinct) > _MAX_SHOWN_ERRORS:
-        console.print(f"[yellow]... and {len(distinct) - _MAX_SHOWN_ERRORS} more kinds of failed calls[/]")
-    if overall.calls and overall.failed_calls == overall.calls:
-        _fail(f"every judge call failed ({overall.calls}): nothing was measured and {target} was not written; "
-              "check the judge's endpoint and key (--judge-base-url, --judge-api-key-env)", code=1)
-    out.print(escape(reading(overall)), highlight=False)
-    if repeats == 1:
-        console.print("[yellow]note:[/] self-agreement needs at least 2 fresh calls per item (--repeats 2 or more)")
-    if unknown:
-        console.print(f"[yellow]note:[/] {unknown} saved verdicts were left out: their turn's tool calls decided the "
-                      "checkpoint and the judge's own verdict cannot be read from the saved answer")
-    if getattr(judge, "offline", False):
-        console.print("[yellow]note:[/] the local judge is a deterministic offline heuristic: the same question always "
-                      "gets the same answer, so 0 flips is expected; it says nothing of an LLM judge's noise")
-    elif recorded.fingerprint is not None and fingerprint != recorded.fingerprint:
-        console.print(f"[yellow]note:[/] this judge is not the one that made run {source.run_id} (model, parameters, "
-                      "prompts or input limits differ): a changed verdict may be that difference, not noise")
-    try:
-        with atomic_writer(target) as handle:
-            handle.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    except (DiskFullError, OSError) as exc:
-        _fail(f"cannot write {target}: {exc}", code=1)
-    out.print(f"written: {escape(str(target))}", highlight=False)
+    return stats, result
+
+
+def write_result(target: Path, result: Mapping[str, Any]) -> None:
+    """``result`` as ``judge_consistency.json`` at ``target``, atomically
+    (a :class:`~cirrus.files.DiskFullError` or ``OSError`` when it cannot)."""
+    from cirrus.files import atomic_writer
+
+    with atomic_writer(target) as handle:
+        handle.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

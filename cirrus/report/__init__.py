@@ -6,8 +6,9 @@ polars and written as Parquet with a versioned schema
 Modules: :mod:`~cirrus.report.loading` (runs in), :mod:`~cirrus.report.tables`
 (leaderboard, breakdowns), :mod:`~cirrus.report.uncertainty` (bootstrap),
 :mod:`~cirrus.report.schema` (columns), :mod:`~cirrus.report.command` (the
-command).  The names below are loaded on first use, so importing the package
-(as the command line does) stays cheap.
+report built and written; the ``cirrus report`` command is
+:mod:`cirrus.commands.report`).  The names below are loaded on first use, so
+importing the package stays cheap.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _EXPORTS = {
     "load_runs": "loading", "SCHEMA_VERSION": "schema", "DIMENSIONS": "tables", "breakdown_by": "tables",
     "leaderboard": "tables", "task_stats": "tables", "bootstrap_mean": "uncertainty", "intervals": "uncertainty",
     "paired": "uncertainty", "paired_bootstrap": "uncertainty", "ratio_bootstrap": "uncertainty",
-    "report": "command", "report_command": "command",
+    "report_command": "command",
 }
 __all__ = sorted(_EXPORTS)
 

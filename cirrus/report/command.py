@@ -1,5 +1,7 @@
-"""``cirrus report RUN_ID... [--out DIR]``: the report tables of one or more
-finished runs, written as Parquet (schema: ``docs/report-schema.md``).
+"""The report of one or more finished runs (the library behind ``cirrus
+report RUN_ID... [--out DIR]``, :mod:`cirrus.commands.report`): its tables,
+written as Parquet (schema: ``docs/report-schema.md``), by
+:func:`report_command`.
 
 Files written to the output folder:
 
@@ -49,123 +51,27 @@ again; the runs themselves are untouched".
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from cirrus.workspace import REPORTS_DIR
+from cirrus.report.comparability import comparability_warnings
+from cirrus.report.writing import REPORT_DISK_FULL_ADVICE, REPORT_FILE, default_out_dir, write_parquet
 
 # polars, numpy and the table code are imported when a report is made, so
-# that registering this command keeps `cirrus --help` fast
+# that importing this module (as `cirrus report` does) stays fast
 if TYPE_CHECKING:
     import polars as pl
 
     from cirrus.report.loading import Price
 
+__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_N_BOOT", "DEFAULT_SEED", "cost_warnings",
+           "noise_lines", "noise_summary", "report_command"]
+
 DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
-REPORT_FILE = "report.json"
-# what a full disk's error says to do (cirrus.files.DiskFullError)
-REPORT_DISK_FULL_ADVICE = "free space and run cirrus report again; the runs themselves are untouched"
-COMPARE_DIR = "_compare"
-_MAX_DIR_NAME = 120
-
-
-def default_out_dir(workspace: Path, run_ids: Sequence[str]) -> Path:
-    """``reports/<run_id>/report/`` for one run; ``reports/_compare/<a>+<b>...``
-    for several (a long list is shortened to ``<a>+<n>-more-<hash>``)."""
-    reports = workspace / REPORTS_DIR
-    if len(run_ids) == 1:
-        return reports / run_ids[0] / "report"
-    name = "+".join(run_ids)
-    if len(name) > _MAX_DIR_NAME:
-        digest = hashlib.sha256("\0".join(run_ids).encode()).hexdigest()[:10]
-        name = f"{run_ids[0][:60]}+{len(run_ids) - 1}-more-{digest}"
-    return reports / COMPARE_DIR / name
-
-
-def _fingerprint(run: Any) -> dict[str, Any]:
-    value = run.config.get("fingerprint")
-    return value if isinstance(value, dict) else {}
-
-
-def _role_hash(run: Any, role: str, key: str = "prompt_sha256") -> str | None:
-    """``key`` (``prompt_sha256``) of a role's fingerprint in run.json, when
-    recorded; a dict value (``input_limits``) as canonical JSON."""
-    part = _fingerprint(run).get(role)
-    value = part.get(key) if isinstance(part, dict) else None
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True)
-    return None if value is None else str(value)
-
-
-# what must be equal for runs to be compared: (what, value of a run or None
-# when unknown, whether a run that did not record it is left out of the check)
-_COMPARED: tuple[tuple[str, Any, bool], ...] = (
-    ("judge model", lambda run: run.summary.get("judge") or _fingerprint(run).get("judge"), False),
-    ("fluency model", lambda run: run.summary.get("fluency") or _fingerprint(run).get("fluency"), False),
-    ("judge prompt hash", lambda run: _role_hash(run, "judge_role"), True),
-    ("judge logical-jump prompt hash", lambda run: _role_hash(run, "judge_role", "later_prompt_sha256"), True),
-    ("judge input limits", lambda run: _role_hash(run, "judge_role", "input_limits"), True),
-    ("fluency prompt hash", lambda run: _role_hash(run, "fluency_role"), True),
-    ("fluency input limits", lambda run: _role_hash(run, "fluency_role", "input_limits"), True),
-    ("K (--pass-k)", lambda run: run.k, False),
-    ("dataset hash", lambda run: run.dataset, False),
-    ("agent prompt hash", lambda run: _role_hash(run, "agent_role"), True),
-    ("Cirrus version", lambda run: run.summary.get("cirrus_version") or _fingerprint(run).get("cirrus"), False),
-)
-
-
-def comparability_warnings(runs: Sequence[Any], k: int | None = None) -> list[str]:
-    """Why the runs of one report may not be comparable: one warning per
-    setting that differs across runs (judge and fluency model, their prompt
-    hashes where run.json records them, K, dataset hash, agent prompt hash,
-    Cirrus version), naming the value of every run; and one per self-judged
-    run (also for a single run).  ``k``: the report's ``--k``, if given."""
-    warnings: list[str] = []
-    if len(runs) > 1:
-        for what, get, skip_unrecorded in _COMPARED:
-            values = {run.run_id: get(run) for run in runs}
-            if skip_unrecorded:
-                values = {r: v for r, v in values.items() if v is not None}
-            if len(values) < 2 or len({str(v) for v in values.values()}) < 2:
-                continue
-            shown = ", ".join(f"{r}: {'unknown' if v is None else (str(v)[:12] if 'hash' in what else v)}"
-                              for r, v in values.items())
-            text = f"the runs differ in {what} ({shown}): their scores are not directly comparable"
-            if what.startswith("K"):
-                text += (f"; pass@K and pass^K are computed with K={k} for every run (--k)" if k is not None else
-                         "; pass@K and pass^K are each run's own K, labelled per run (use --k N for one K)")
-            elif what == "dataset hash":
-                text += "; paired comparisons use the tasks they have in common"
-            warnings.append(text)
-    for run in runs:
-        if run.self_judged:
-            warnings.append(f"run {run.run_id!r} is self-judged: its judge or fluency checker is the agent's own "
-                            f"model ({run.model}), so it grades itself; rerun it with a fixed --judge-model to "
-                            "compare it fairly")
-    return warnings
-
-
-def _write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
-    """Write atomically, with the schema version also in the file's metadata.
-    The table is encoded in memory (report tables are small) and written
-    with :func:`~cirrus.files.atomic_writer`: a full disk is a
-    :class:`~cirrus.files.DiskFullError` naming the file, the old file kept."""
-    from cirrus.files import atomic_writer
-    from cirrus.report.schema import SCHEMA_VERSION
-
-    buffer = io.BytesIO()
-    frame.write_parquet(buffer, metadata={"cirrus.report.schema_version": str(SCHEMA_VERSION),
-                                          "cirrus.report.table": table})
-    with atomic_writer(path, binary=True, advice=REPORT_DISK_FULL_ADVICE) as out:
-        out.write(buffer.getbuffer())
 
 
 def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootstrap: int = DEFAULT_N_BOOT,
@@ -243,7 +149,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     files: dict[str, Path] = {}
     for name, frame in tables.items():
         path = out_dir / name
-        _write_parquet(frame, path, FILES[name])
+        write_parquet(frame, path, FILES[name])
         files[name] = path
     for name in FILES:
         if name not in tables:
@@ -342,140 +248,9 @@ def noise_lines(paired_table: pl.DataFrame | None, metric: str = "sr_pass1") -> 
     return lines
 
 
-# --------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------
-
-
-def report(
-    run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Finished runs of the workspace (reports/<run_id>/); two or more are also compared pairwise.")],
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
-    out: Annotated[Optional[Path], typer.Option("--out", help="Output folder (default: reports/<run_id>/report/, or reports/_compare/<run1>+<run2>.../ for several runs).")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap replicates for confidence intervals and paired tests (0: none).")] = DEFAULT_N_BOOT,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = DEFAULT_SEED,
-    k: Annotated[Optional[int], typer.Option("--k", min=1, help="K of pass@K and pass^K (default: each run's --pass-k).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="Settings file with a \\[prices] table (default: cirrus.toml in the workspace or here).")] = None,
-    token_bands: Annotated[str, typer.Option("--token-bands", help="Token bands of subtask runs' Table 4 (the agent's whole input): paper (0-8k, 8k-16k, 16k+, as the paper) or fine (<1k, 1k-2k, 2k-4k, 4k-8k, 8k-16k, 16k+).")] = "paper",
-) -> None:
-    """Leaderboard, breakdowns and confidence intervals of finished runs, as Parquet.
-
-    Exit status: 0 when the report is written; 2 for an unknown or
-    unfinished run, a broken file or a bad option; 1 when it cannot be
-    written (a full disk: the file is named, the runs are untouched).
-    """
-    from cirrus.cli import _fail, console  # imported here: cirrus.cli imports this module
-    from cirrus.report.loading import ReportError
-
-    try:
-        result = report_command(run_ids, workspace, out, bootstrap, seed, k=k, config=config, token_bands=token_bands)
-    except (ReportError, ValueError) as exc:
-        _fail(str(exc))
-        return
-    except OSError as exc:  # a full disk, a read-only folder: said in one line, the runs untouched
-        _fail(write_error(exc), code=1)
-        return
-    from cirrus.report.subtask import print_subtask_report
-
-    if result["leaderboard"] is not None:
-        _print_report(result)
-    print_subtask_report(result)  # the tables of subtask runs, when the report has any
-    from rich.markup import escape
-
-    for warning in result["warnings"]:
-        console.print(f"[yellow]warning:[/] {escape(warning)}")  # a warning may name [prices."model"]
-
-
-def write_error(exc: OSError) -> str:
-    """The line ``cirrus report`` exits with when it cannot write (exit
-    status 1): a full disk's :class:`~cirrus.files.DiskFullError` names the
-    file and what to do; another error its reason and file."""
-    from cirrus.files import DiskFullError, disk_full, is_disk_full
-
-    if is_disk_full(exc) and not isinstance(exc, DiskFullError):
-        exc = disk_full(exc, exc.filename or "the report folder", REPORT_DISK_FULL_ADVICE)
-    if isinstance(exc, DiskFullError):
-        return f"could not write the report: {exc}"
-    where = f" ({exc.filename})" if exc.filename else ""
-    return f"could not write the report: {exc.strerror or exc}{where}; the runs themselves are untouched"
-
-
 def _fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
-
-
-def _print_report(result: dict[str, Any]) -> None:
-    import polars as pl
-    from rich.table import Table
-
-    from cirrus.cli import out as stdout
-
-    board: pl.DataFrame = result["leaderboard"]
-    cis: dict[tuple[str, str], tuple[float | None, float | None]] = {}
-    if result["intervals"] is not None:
-        for row in result["intervals"].filter(pl.col("dimension") == "overall").iter_rows(named=True):
-            cis[(row["run_id"], row["metric"])] = (row["ci_low"], row["ci_high"])
-
-    def with_ci(run_id: str, metric: str, value: float | None) -> str:
-        low, high = cis.get((run_id, metric), (None, None))
-        return _fmt(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
-
-    table = Table(title=f"cirrus report -> {result['out_dir']}")
-    # runs may differ in K: every pass@K and pass^K cell names its run's K
-    for column in ("run", "model", "tasks (errors)", "SR pass@1 [95% CI]", "SR pass@K", "pass^K",
-                   "ATPR [95% CI]", "AMTL", "cost", "cost / success"):
-        table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
-    for row in board.iter_rows(named=True):
-        cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency'] or ''}".rstrip()
-        per_success = ("-" if row["cost_per_success"] is None
-                       else f"{row['cost_per_success']:.4f} {row['currency'] or ''}".rstrip())
-        table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
-                      with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
-                      f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", f"{_fmt(row['pass_hat_k'])} (K={row['k']})",
-                      with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost, per_success)
-    stdout.print(table)
-    pairs = result["paired"]
-    if pairs is not None and not pairs.is_empty():
-        diff_table = Table(title="paired bootstrap: run_b - run_a on common tasks")
-        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p", "MDD"):
-            diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
-                                  overflow="fold")
-        for row in pairs.filter(pl.col("metric").is_in(["sr_pass1", "atpr"])).iter_rows(named=True):
-            interval = "-" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
-            diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), _fmt(row["diff"]),
-                               interval, _fmt(row["p_value"], 4), _fmt(row["mdd"]))
-        stdout.print(diff_table)
-    if result.get("failures") is not None:
-        _print_failures(result["failures"], stdout)
-    for line in noise_lines(pairs):
-        stdout.print(line, highlight=False, markup=False, soft_wrap=True)  # one greppable line
-    stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")
-
-
-def _print_failures(failures: pl.DataFrame, stdout: Any) -> None:
-    """Why the failed turns failed: one row per category (docs/failures.md),
-    one column per run, "count (share)"; nothing when no run has a failed turn."""
-    import polars as pl
-    from rich.table import Table
-
-    overall = failures.filter(pl.col("reply_type") == "all")
-    if overall.is_empty() or not overall["count"].sum():
-        return
-    runs = list(dict.fromkeys(overall["run_id"].to_list()))
-    table = Table(title="failed turns by category (docs/failures.md)")
-    table.add_column("failure", justify="left")
-    for run_id in runs:
-        table.add_column(run_id, justify="right", overflow="fold")
-    cells = {(row["run_id"], row["failure"]): row for row in overall.iter_rows(named=True)}
-    for failure in overall.sort("failure_order")["failure"].unique(maintain_order=True).to_list():
-        values = []
-        for run_id in runs:
-            row = cells.get((run_id, failure))
-            values.append("-" if row is None else f"{row['count']} ({_fmt(row['share'] or 0.0, 2)})")
-        table.add_row(failure, *values)
-    totals = {row["run_id"]: row["n_failed"] for row in overall.iter_rows(named=True)}
-    table.add_row("failed turns", *(str(totals.get(run_id, 0)) for run_id in runs))
-    stdout.print(table)

@@ -1,4 +1,5 @@
-"""``cirrus diff RUN_A RUN_B``: where two runs part ways.
+"""Where two runs part ways (the library behind ``cirrus diff RUN_A RUN_B``,
+:mod:`cirrus.commands.diff`).
 
 Both runs replay the same checkpoints, so their walks of one (task,
 attempt) can be read side by side: they agree turn by turn until, at some
@@ -8,7 +9,8 @@ of them), or one walk goes on where the other stopped.  That checkpoint is
 the *first divergence*; this module finds it (:func:`first_divergence`, pure)
 for every (task, attempt) whose outcome differs (covered checkpoints or
 success) and :func:`diff_runs` lists them with both replies, the reference,
-both tool calls and both verdicts.  ``diff.parquet`` holds one row each.
+both tool calls and both verdicts.  ``diff.parquet`` holds one row each;
+:func:`run_diff` loads two runs of a workspace, diffs them and writes it.
 """
 
 from __future__ import annotations
@@ -16,31 +18,34 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import polars as pl
-import typer
-from rich.markup import escape
-from rich.table import Table
 
-from cirrus.console import cli_console
-from cirrus.report.show import RunView, ShowError, load_run_view
+from cirrus.report.run_view import RunView, load_run_view
+from cirrus.report.writing import write_parquet
 from cirrus.workspace import REPORTS_DIR
 
-console = cli_console(stderr=True)
-out = cli_console()
+__all__ = ["DIFF_DIR", "DIFF_FILE", "DIFF_SCHEMA", "DiffError", "Divergence", "RunDiff", "diff_runs",
+           "first_divergence", "run_diff", "write_diff"]
 
 DIFF_DIR = "_diff"
 DIFF_FILE = "diff.parquet"
 
 
+class DiffError(ValueError):
+    """Two runs that cannot be diffed: the same run twice, or no (task,
+    attempt) in common; the message says which."""
+
+
 def write_diff(rows: list[dict[str, Any]], path: Path) -> None:
     """``diff.parquet``: the rows of :func:`diff_runs` as the documented
     ``diff`` table (``docs/report-schema.md``), written atomically."""
-    from cirrus.report.command import _write_parquet
     from cirrus.report.schema import conform
 
-    _write_parquet(conform(pl.DataFrame(rows, schema=DIFF_SCHEMA), "diff"), path, "diff")
+    write_parquet(conform(pl.DataFrame(rows, schema=DIFF_SCHEMA), "diff"), path, "diff")
+
+
 DIFF_SCHEMA = {
     "task_id": pl.Utf8, "attempt": pl.Int64, "run_a": pl.Utf8, "run_b": pl.Utf8, "covered_a": pl.Int64,
     "covered_b": pl.Int64, "success_a": pl.Boolean, "success_b": pl.Boolean, "better": pl.Utf8,
@@ -134,55 +139,31 @@ def diff_runs(a: RunView, b: RunView) -> list[dict[str, Any]]:
     return rows
 
 
-def _cut(text: str | None, width: int) -> str:
-    text = " ".join((text or "-").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+@dataclass(frozen=True)
+class RunDiff:
+    """What :func:`run_diff` found: ``rows`` (:func:`diff_runs`), how many
+    (task, attempt) pairs the runs have in ``common``, and the ``path`` of the
+    ``diff.parquet`` written."""
+
+    rows: list[dict[str, Any]]
+    common: int
+    path: Path
 
 
-def diff(
-    run_a: Annotated[str, typer.Argument(help="The first run (reports/<RUN_A>/).")],
-    run_b: Annotated[str, typer.Argument(help="The second run, on the same workspace.")],
-    limit: Annotated[int, typer.Option(min=1, help="Most tasks shown in detail.")] = 10,
-    width: Annotated[int, typer.Option(min=40, help="Cut texts longer than this many characters.")] = 300,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
-) -> None:
-    """Where two runs part ways: every task whose outcome differs, with the
-    first checkpoint where the two walks differ (both replies, the reference,
-    the tool calls and the verdicts); writes reports/_diff/A+B/diff.parquet."""
-    try:
-        view_a, view_b = load_run_view(workspace, run_a), load_run_view(workspace, run_b)
-    except ShowError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from None
+def run_diff(workspace: Path, run_a: str, run_b: str) -> RunDiff:
+    """Diff the runs ``run_a`` and ``run_b`` of ``workspace`` and write
+    ``reports/_diff/<run_a>+<run_b>/diff.parquet``.  A
+    :class:`~cirrus.report.run_view.ShowError` for a run that cannot be
+    read, a :class:`DiffError` for the same run twice or runs without a
+    (task, attempt) in common."""
+    view_a, view_b = load_run_view(workspace, run_a), load_run_view(workspace, run_b)
     if run_a == run_b:
-        console.print("[bold red]error:[/] give two different runs", highlight=False)
-        raise typer.Exit(2)
+        raise DiffError("give two different runs")
     common = set(view_a.rows) & set(view_b.rows)
     if not common:
-        console.print(f"[bold red]error:[/] runs {escape(run_a)} and {escape(run_b)} share no (task, attempt): "
-                      "were they run on the same workspace?", highlight=False)
-        raise typer.Exit(2)
+        raise DiffError(f"runs {run_a} and {run_b} share no (task, attempt): were they run on the same workspace?")
     rows = diff_runs(view_a, view_b)
     target = workspace / REPORTS_DIR / DIFF_DIR / f"{run_a}+{run_b}"
     target.mkdir(parents=True, exist_ok=True)
     write_diff(rows, target / DIFF_FILE)
-
-    wins_a = sum(r["better"] == "A" for r in rows)
-    out.print(f"{len(common)} (task, attempt) pairs in both runs; {len(rows)} differ: "
-              f"{escape(run_a)} better on {wins_a}, {escape(run_b)} better on {len(rows) - wins_a}")
-    table = Table(title=f"A = {run_a}, B = {run_b}")
-    for column in ("task", "attempt", "covered A", "covered B", "parts at", "how"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(r["task_id"], str(r["attempt"]), str(r["covered_a"]), str(r["covered_b"]),
-                      str(r["checkpoint"] or "-"), r["how"] or "-")
-    if rows:
-        out.print(table)
-    for r in rows[:limit]:
-        out.print(f"\n[bold]{escape(r['task_id'])}[/] attempt {r['attempt']}, checkpoint {r['checkpoint']}: "
-                  f"{escape(r['how'] or '')}")
-        for label, value in (("customer", r["query"]), ("reference", r["reference"]), ("A reply", r["reply_a"]),
-                             ("A verdict", r["verdict_a"]), ("A tools", r["tool_calls_a"]), ("B reply", r["reply_b"]),
-                             ("B verdict", r["verdict_b"]), ("B tools", r["tool_calls_b"])):
-            out.print(f"  {label:<10} {escape(_cut(value, width))}", highlight=False)
-    console.print(f"diff: {target / DIFF_FILE}", highlight=False)
+    return RunDiff(rows, len(common), target / DIFF_FILE)

@@ -48,7 +48,6 @@ every text from the tickets or the agent goes through Jinja2's HTML escaping.
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import math
 import re
@@ -57,13 +56,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cirrus.report import charts as plot
+from cirrus.report.writing import HTML_FILE, REPORT_DISK_FULL_ADVICE
+
 if TYPE_CHECKING:
     import polars as pl
 
     from cirrus.report.loading import Run
     from cirrus.stats import DatasetStats
 
-HTML_FILE = "report.html"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 TEMPLATE = "report.html.j2"
 STATS_FILE = "stats.json"  # the text of `cirrus stats`'s reports/stats.json, for the report's workspace
@@ -156,61 +157,6 @@ class _Anchors:
 # --------------------------------------------------------------------------
 
 
-def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-_RC = {
-    "svg.fonttype": "none",  # text stays text: small, selectable, no font files needed
-    "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans", "Liberation Sans", "Arial", "Helvetica"],
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "axes.grid.axis": "y",
-    "grid.color": "#dddddd",
-    "grid.linewidth": 0.6,
-    "axes.axisbelow": True,
-    "svg.hashsalt": "cirrus-report",
-}
-
-
-def _svg(fig: Any, prefix: str) -> str:
-    """The figure as an ``<svg>`` element to inline: no XML prolog, no fixed
-    size (it scales with the page), and every id prefixed so that several
-    charts in one page never share an id."""
-    import matplotlib
-
-    buffer = io.StringIO()
-    with matplotlib.rc_context(_RC):
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-    text = buffer.getvalue()
-    text = text[text.index("<svg"):]
-    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)  # RDF boilerplate
-    # ids: id="x", url(#x), href="#x"
-    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', text)
-    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})", text)
-    text = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"', text)
-    # responsive: drop the fixed width / height of the root element, keep its viewBox
-    head_end = text.index(">")
-    width = re.search(r'\swidth="([0-9.]+)pt"', text[:head_end])
-    head = re.sub(r'\s(width|height)="[^"]*"', "", text[:head_end])
-    head += f' class="chart" role="img" aria-label="{prefix}"'
-    if width:  # never wider than its natural size (1 pt = 4/3 CSS px)
-        head += f' style="max-width: {float(width.group(1)) * 4 / 3:.0f}px"'
-    return head + text[head_end:]
-
-
-def _colors(n: int) -> list[Any]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return [cmap(i % 10) for i in range(n)]
-
-
 def _ci_lookup(intervals: pl.DataFrame | None) -> dict[tuple[str, str, str, str], tuple[float, float]]:
     """``{(run_id, dimension, group, metric): (low, high)}`` of the defined intervals."""
     if intervals is None or intervals.is_empty():
@@ -223,49 +169,10 @@ def _ci_lookup(intervals: pl.DataFrame | None) -> dict[tuple[str, str, str, str]
     return out
 
 
-def _grouped_bars(ax: Any, groups: Sequence[str], runs: Sequence[str], values: dict[tuple[str, str], float],
-                  cis: dict[tuple[str, str], tuple[float, float]], colors: Sequence[Any], *,
-                  ylim: tuple[float, float] | None = (0, 1.05)) -> None:
-    import numpy as np
-
-    n = max(len(runs), 1)
-    width = 0.8 / n
-    x = np.arange(len(groups))
-    for i, run in enumerate(runs):
-        heights = np.array([values.get((run, g), math.nan) for g in groups], dtype=float)
-        lows, highs = [], []
-        for g, h in zip(groups, heights):
-            low, high = cis.get((run, g), (math.nan, math.nan))
-            if math.isnan(h) or math.isnan(low):
-                lows.append(0.0)
-                highs.append(0.0)
-            else:
-                lows.append(max(h - low, 0.0))
-                highs.append(max(high - h, 0.0))
-        offset = (i - (n - 1) / 2) * width
-        has_ci = any(lows) or any(highs) or any((run, g) in cis for g in groups)
-        ax.bar(x + offset, np.nan_to_num(heights, nan=0.0), width * 0.92, color=colors[i], label=run,
-               yerr=np.array([lows, highs]) if has_ci else None,
-               error_kw={"ecolor": "#333333", "elinewidth": 1, "capsize": 3})
-        for xi, h in zip(x + offset, heights):
-            if math.isnan(h):
-                ax.text(xi, 0.01, "n/a", ha="center", va="bottom", fontsize=7, color="#888888", rotation=90)
-    ax.set_xticks(x, list(groups))
-    if ylim:
-        ax.set_ylim(*ylim)
-
-
-def _legend(fig: Any, runs: Sequence[str], colors: Sequence[Any]) -> None:
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=c, label=r) for r, c in zip(runs, colors)]
-    fig.legend(handles=handles, loc="outside upper center", ncols=min(len(runs), 6), frameon=False)
-
-
 def _leaderboard_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
                        runs: Sequence[str], colors: Sequence[Any]) -> str:
     metrics = ("sr_pass1", "atpr", "sr_pass_at_k", "pass_hat_k")
-    fig = _figure(6.5, 2.8)
+    fig = plot.figure(6.5, 2.8)
     ax = fig.add_subplot()
     values, ci = {}, {}
     rows = {r["run_id"]: r for r in board.iter_rows(named=True)}
@@ -279,10 +186,10 @@ def _leaderboard_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, st
             values[(run, label)] = _num(rows.get(run, {}).get(m))
             if (run, "overall", "all", m) in cis:
                 ci[(run, label)] = cis[(run, "overall", "all", m)]
-    _grouped_bars(ax, labels, runs, values, ci, colors)
+    plot.grouped_bars(ax, labels, runs, values, ci, colors)
     ax.set_ylabel("score")
-    _legend(fig, runs, colors)
-    return _svg(fig, "chart-leaderboard")
+    plot.legend(fig, runs, colors)
+    return plot.svg(fig, "chart-leaderboard")
 
 
 def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str],
@@ -299,7 +206,7 @@ def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str]
         sizes[group] = max(sizes.get(group, 0), int(row.get("n_tasks") or 0))
     groups = [g for g in order if sizes.get(g, 0) > 0]
     empty = [g for g in order if sizes.get(g, 0) == 0]
-    fig = _figure(width, 2.3 * len(metrics) + 0.4)
+    fig = plot.figure(width, 2.3 * len(metrics) + 0.4)
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     labels = {g: f"{g}\n(n={sizes[g]})" for g in groups}
     for ax, metric in zip(axes, metrics):
@@ -311,12 +218,12 @@ def _breakdown_chart(frame: pl.DataFrame, dimension: str, metrics: Sequence[str]
                 key = (row["run_id"], dimension, group, metric)
                 if key in cis:
                     ci[(row["run_id"], labels[group])] = cis[key]
-        _grouped_bars(ax, [labels[g] for g in groups], runs, values, ci, colors)
+        plot.grouped_bars(ax, [labels[g] for g in groups], runs, values, ci, colors)
         ax.set_ylabel(METRIC_TITLES.get(metric, metric))
         if len(groups) > 5:
             ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    _legend(fig, runs, colors)
-    return _svg(fig, f"chart-{dimension}"), empty
+    plot.legend(fig, runs, colors)
+    return plot.svg(fig, f"chart-{dimension}"), empty
 
 
 def _scatter_chart(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str], tuple[float, float]],
@@ -342,7 +249,7 @@ def _sr_against(rows: Mapping[str, Mapping[str, Any]], runs: Sequence[str], draw
     """SR pass@1 (y) against ``x_metric`` (x) of the ``drawable`` runs, one
     labelled point each with its intervals (on x too with ``x_intervals``);
     the x axis starts at ``-floor_share`` of the data's span (0: at zero)."""
-    fig = _figure(6.5, 3.6)
+    fig = plot.figure(6.5, 3.6)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
     for run in drawable:
@@ -362,7 +269,7 @@ def _sr_against(rows: Mapping[str, Mapping[str, Any]], runs: Sequence[str], draw
     xs = [_num(rows[r][x_metric]) for r in drawable]
     span = max(max(xs) - min(xs), max(xs) * 0.2, min_span)
     ax.set_xlim(max(min(xs) - span * 0.6, -span * floor_share), max(xs) + span * 0.6)
-    return _svg(fig, name)
+    return plot.svg(fig, name)
 
 
 def _money(value: Any) -> str:
@@ -448,7 +355,7 @@ def depth_table(runs: Sequence[Run]) -> pl.DataFrame:
 def _depth_chart(depths: pl.DataFrame, runs: Sequence[str], colors: Sequence[Any]) -> str | None:
     if depths.is_empty():
         return None
-    fig = _figure(6.5, 3.2)
+    fig = plot.figure(6.5, 3.2)
     ax = fig.add_subplot()
     ax.grid(True, axis="both")
     for run, color in zip(runs, colors):
@@ -464,7 +371,7 @@ def _depth_chart(depths: pl.DataFrame, runs: Sequence[str], colors: Sequence[Any
     ax.set_ylabel("share of attempts covering k")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(frameon=False, loc="best")
-    return _svg(fig, "chart-depth")
+    return plot.svg(fig, "chart-depth")
 
 
 # --------------------------------------------------------------------------
@@ -639,7 +546,7 @@ def load_run_diff(workspace: Path, run_ids: Sequence[str]) -> tuple[list[dict[st
     if len(run_ids) != 2:
         return None, None, 0
     from cirrus.report.diff import diff_runs
-    from cirrus.report.show import ShowError, load_run_view
+    from cirrus.report.run_view import ShowError, load_run_view
 
     try:
         view_a, view_b = (load_run_view(workspace, run_id) for run_id in run_ids)
@@ -665,9 +572,8 @@ def write_extras(extras: ReportExtras, out_dir: Path) -> dict[str, Path]:
     ``out_dir``; remove those an earlier report there left and this one
     does not write.  Returns ``{file name: path}`` of the files written."""
     from cirrus.files import atomic_writer
-    from cirrus.report.command import REPORT_DISK_FULL_ADVICE
     from cirrus.report.diff import DIFF_FILE, write_diff
-    from cirrus.stats_command import stats_json
+    from cirrus.workspace_stats import stats_json
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
@@ -734,7 +640,7 @@ def dataset_view(stats: DatasetStats) -> dict[str, Any]:
 
 def _hbars(names: Sequence[str], counts: Sequence[int], prefix: str, xlabel: str, color: Any) -> str:
     """Horizontal bars, largest first from the top, each with its count."""
-    fig = _figure(6.0, 0.45 + 0.26 * max(len(names), 2))
+    fig = plot.figure(6.0, 0.45 + 0.26 * max(len(names), 2))
     ax = fig.add_subplot()
     ax.grid(True, axis="x")
     ax.grid(False, axis="y")
@@ -747,14 +653,14 @@ def _hbars(names: Sequence[str], counts: Sequence[int], prefix: str, xlabel: str
         ax.text(count + top * 0.01, yi, str(count), va="center", fontsize=8)
     ax.set_xlim(0, top * 1.12 + 0.5)
     ax.set_xlabel(xlabel)
-    return _svg(fig, prefix)
+    return plot.svg(fig, prefix)
 
 
 def _distribution_chart(stats: DatasetStats, color: Any) -> str:
     """Box plots drawn from the quartiles ``cirrus.stats`` computed (whiskers
     at min and max, the mean as a dot): turns and checkpoints per task on one
     axis, input tokens on its own."""
-    fig = _figure(6.5, 2.6)
+    fig = plot.figure(6.5, 2.6)
     left, right = fig.subplots(1, 2, width_ratios=[2, 1])
 
     def box(dist: Any, label: str) -> dict[str, Any]:
@@ -769,11 +675,11 @@ def _distribution_chart(stats: DatasetStats, color: Any) -> str:
     left.set_ylabel("per task")
     right.bxp([box(stats.input_tokens, "input tokens")], **props)
     right.set_ylabel("tokens per task")
-    return _svg(fig, "chart-dataset-distributions")
+    return plot.svg(fig, "chart-dataset-distributions")
 
 
 def _shares_chart(stats: DatasetStats, color: Any) -> str:
-    fig = _figure(6.0, 1.3)
+    fig = plot.figure(6.0, 1.3)
     ax = fig.add_subplot()
     ax.grid(True, axis="x")
     ax.grid(False, axis="y")
@@ -790,14 +696,14 @@ def _shares_chart(stats: DatasetStats, color: Any) -> str:
                 ha="right" if inside else "left", fontsize=8, color="#ffffff" if inside else "#1d2430")
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of tasks")
-    return _svg(fig, "chart-dataset-shares")
+    return plot.svg(fig, "chart-dataset-shares")
 
 
 def dataset_charts(stats: DatasetStats) -> dict[str, str]:
     """The Dataset section's charts (empty for a dataset without tasks)."""
     if stats.tasks == 0:
         return {}
-    color = _colors(1)[0]
+    color = plot.colors(1)[0]
     charts = {
         "categories": _hbars(list(stats.categories), list(stats.categories.values()), "chart-dataset-categories",
                              "tasks", color),
@@ -928,14 +834,14 @@ def _failure_chart(view: Mapping[str, Any], colors: Mapping[str, Any]) -> str | 
     runs = view["runs"]
     groups = [row["failure"] for row in view["rows"]]
     values = {(run, row["failure"]): float(row["counts"][run]) for row in view["rows"] for run in runs}
-    fig = _figure(6.5, 3.0)
+    fig = plot.figure(6.5, 3.0)
     ax = fig.add_subplot()
-    _grouped_bars(ax, groups, runs, values, {}, [colors[run] for run in runs], ylim=None)
+    plot.grouped_bars(ax, groups, runs, values, {}, [colors[run] for run in runs], ylim=None)
     ax.set_ylabel("failed turns")
     if len(groups) > 3:
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    _legend(fig, runs, [colors[run] for run in runs])
-    return _svg(fig, "chart-failures")
+    plot.legend(fig, runs, [colors[run] for run in runs])
+    return plot.svg(fig, "chart-failures")
 
 
 # --------------------------------------------------------------------------
@@ -1052,7 +958,7 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
     from cirrus.report.tables import DIMENSIONS, TASK_DIMENSIONS, breakdown_by, leaderboard
 
     run_ids = [run.run_id for run in runs]
-    colors = _colors(len(run_ids))
+    colors = plot.colors(len(run_ids))
     page_warnings = list(warnings)
     board = _table(tables, "leaderboard")
     if board is None:
@@ -1064,7 +970,7 @@ def render_html(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], workspa
         frame = _table(tables, f"breakdown_{dimension}")
         breakdowns[dimension] = frame if frame is not None else breakdown_by(runs, dimension)
 
-    with matplotlib.rc_context(_RC):
+    with matplotlib.rc_context(plot.RC):
         charts: dict[str, Any] = {"leaderboard": _leaderboard_chart(board, cis, run_ids, colors)}
         sections = []
         for dimension in TASK_DIMENSIONS:
@@ -1189,7 +1095,6 @@ def write_html_report(runs: Sequence[Run], tables: Mapping[str, pl.DataFrame], o
     and run diff (:func:`report_extras`; computed when not given).
     """
     from cirrus.files import atomic_writer
-    from cirrus.report.command import REPORT_DISK_FULL_ADVICE
 
     text = render_html(runs, tables, workspace, warnings, extras=extras)
     out_dir.mkdir(parents=True, exist_ok=True)

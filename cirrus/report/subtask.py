@@ -21,8 +21,8 @@ exact to the estimator:
 Edges: :func:`load_subtask_run` (``reports/<run_id>/subtasks.parquet`` and
 ``summary.json``), :func:`subtask_report` (``cirrus report`` given only
 subtask runs), :func:`write_subtask_tables` (the subtask part of any
-report), terminal tables (:func:`print_subtask_report`,
-:func:`print_subtask_summary`), and for the HTML page
+report), the rows a page or terminal shows (:func:`table_views`; the terminal
+tables are printed by :mod:`cirrus.commands`), and for the HTML page
 :func:`subtask_html_section` and :func:`figure6_svg`.
 """
 
@@ -38,8 +38,8 @@ from typing import Any
 
 from cirrus.evaluate.subtask import needs_tool
 from cirrus.metrics import pass_at_k
+from cirrus.report import charts as plot
 from cirrus.schema import REPLY_TYPES
-
 
 
 @dataclass(frozen=True)
@@ -347,7 +347,8 @@ def write_subtask_tables(run_ids: Sequence[str], workspace: Path, out_dir: Path,
     """The subtask part of a report into ``out_dir``: the tables of the
     subtask runs ``run_ids`` (none: the subtask files an earlier report left
     there are removed).  Returns ``{"runs", "tables", "files", "warnings"}``."""
-    from cirrus.report.command import _write_parquet, comparability_warnings
+    from cirrus.report.comparability import comparability_warnings
+    from cirrus.report.writing import write_parquet
 
     runs = [load_subtask_run(workspace, run_id) for run_id in run_ids]
     tables = subtask_tables(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence,
@@ -355,7 +356,7 @@ def write_subtask_tables(run_ids: Sequence[str], workspace: Path, out_dir: Path,
     files = {}
     for name, table in SUBTASK_REPORT_FILES.items():
         if name in tables:
-            _write_parquet(tables[name], out_dir / name, table)
+            write_parquet(tables[name], out_dir / name, table)
             files[name] = out_dir / name
         else:
             (out_dir / name).unlink(missing_ok=True)
@@ -373,8 +374,7 @@ def subtask_report(run_ids: Sequence[str], workspace: Path, out: Path | None, bo
     ``leaderboard`` None and ``subtask`` the :func:`write_subtask_tables`
     result."""
     from cirrus.files import atomic_writer
-    from cirrus.report.command import REPORT_FILE, default_out_dir
-    from cirrus.report.html import HTML_FILE
+    from cirrus.report.writing import HTML_FILE, REPORT_FILE, default_out_dir
     from cirrus.report.schema import FILES, SCHEMA_VERSION
 
     if len(set(run_ids)) != len(run_ids):
@@ -409,7 +409,7 @@ def subtask_manifest(runs: Sequence[SubtaskRun]) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------
-# Terminal
+# What a page or a terminal shows
 # --------------------------------------------------------------------------
 
 
@@ -459,55 +459,6 @@ def table_views(tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return views
 
 
-def print_subtask_report(result: Mapping[str, Any]) -> None:
-    """The subtask tables of a report result on the terminal (and, for a
-    report of subtask runs only, the ``wrote N files`` line)."""
-    from rich.table import Table
-
-    from cirrus.cli import out as stdout
-
-    part = result.get("subtask") or {}
-    for view in table_views(part.get("tables") or {}).values():
-        table = Table(title=view["title"])
-        for i, column in enumerate(view["columns"]):
-            table.add_column(column, justify="left" if i < 3 else "right", overflow="fold")
-        for row in view["rows"]:
-            table.add_row(*row)
-        stdout.print(table)
-    if result.get("leaderboard") is None:
-        stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")
-
-
-def print_subtask_summary(summary: Mapping[str, Any], directory: Path) -> None:
-    """``cirrus eval --mode subtask``'s closing table."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from cirrus.cli import console, out
-
-    table = Table(title=f"cirrus eval --mode subtask: {summary['model']} ({directory})", show_header=False)
-    rows: list[tuple[str, Any]] = [
-        ("tasks / subtasks", f"{summary['n_tasks']} / {summary['n_subtasks']}"),
-        ("subtask attempts ok (errors)", f"{summary['n_ok']} ({summary['subtask_errors']})"),
-        *((key, summary[key]) for key in summary if key.startswith("pass@")),
-        ("ATIA", summary["atia"]), ("ATIA, subtasks that need a tool", summary.get("atia_tool")),
-        ("ATSA", summary["atsa"]), ("ATEV", summary["atev"]), ("ARR", summary["arr"]),
-        ("AMTL", summary["amtl"]), ("judge", summary["judge"])]
-    for name, value in rows:
-        table.add_row(name, _fmt(value))
-    out.print(table)
-    if summary.get("offline_heuristics"):
-        console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}; "
-                      "scores are a harness check, not a model judgement")
-    reasons = summary.get("error_reasons") or []
-    if reasons:
-        console.print(f"[yellow]errors:[/] {summary['subtask_errors']} subtask(s) ended in an error, left out of "
-                      "the scores (resuming the run asks their attempts again):")
-        for reason, count in reasons[:10]:
-            shown = reason.removeprefix("InfrastructureError: ")
-            console.print(f"  {count} x {escape(shown if len(shown) <= 500 else shown[:500] + '...')}")
-
-
 # --------------------------------------------------------------------------
 # HTML
 # --------------------------------------------------------------------------
@@ -527,8 +478,6 @@ def figure6_svg(frame: Any) -> str | None:
     """Figure 6 as an inline ``<svg>``: per reference reply type, bars of
     pass@1, pass@K and AMTL for every run, with their intervals (the style of
     the page's other charts); None when no reply type has a subtask."""
-    from cirrus.report.html import _colors, _figure, _grouped_bars, _legend, _svg
-
     present = frame.filter(frame["n_subtasks"] > 0) if len(frame) else frame
     if not len(present):
         return None
@@ -540,9 +489,9 @@ def figure6_svg(frame: Any) -> str | None:
         sizes[row["reply_type"]] = max(sizes.get(row["reply_type"], 0), int(row["n_subtasks"]))
     runs = list(dict.fromkeys(present["run_id"].to_list()))
     ks = set(present["k"].to_list())
-    colors = _colors(len(runs))
+    colors = plot.colors(len(runs))
     labels = {g: f"{g}\n(n={sizes[g]})" for g in order}
-    fig = _figure(6.0, 2.3 * len(REPLY_TYPE_METRICS) + 0.4)
+    fig = plot.figure(6.0, 2.3 * len(REPLY_TYPE_METRICS) + 0.4)
     axes = fig.subplots(len(REPLY_TYPE_METRICS), 1, squeeze=False)[:, 0]
     for ax, metric in zip(axes, REPLY_TYPE_METRICS):
         values, cis = {}, {}
@@ -553,19 +502,18 @@ def figure6_svg(frame: Any) -> str | None:
                 cis[key] = (float(row[f"{metric}_low"]), float(row[f"{metric}_high"]))
         amtl = metric == "amtl"
         top = max([v for v in values.values() if not math.isnan(v)] + [hi for _, hi in cis.values()] + [1.0])
-        _grouped_bars(ax, [labels[g] for g in order], runs, values, cis, colors,
+        plot.grouped_bars(ax, [labels[g] for g in order], runs, values, cis, colors,
                       ylim=(0, top * 1.1) if amtl else (0, 1.05))
         title = METRIC_TITLES[metric]
         if metric == "pass_at_k" and len(ks) == 1:
             title = f"pass@{next(iter(ks))}"
         ax.set_ylabel("AMTL (tokens)" if amtl else title)
-    _legend(fig, runs, colors)
-    return _svg(fig, "chart-subtask-reply-type")
+    plot.legend(fig, runs, colors)
+    return plot.svg(fig, "chart-subtask-reply-type")
 
 
 __all__ = ["ALL_METRICS", "BY_REPLY_TYPE_FILE", "BY_TOKENS_FILE", "FINE_BANDS", "PAPER_BANDS", "REPLY_TYPE_METRICS",
            "SUBTASK_REPORT_FILES", "TOKEN_BANDS", "TOKEN_BAND_EDGES", "TOKEN_BAND_SCHEMES", "TOKEN_METRICS",
            "SubtaskRun", "TokenBands", "token_bands", "token_warnings", "by_reply_type", "by_tokens",
-           "figure6_svg", "group_rows", "interval_text", "load_subtask_run", "print_subtask_report",
-           "print_subtask_summary", "split_modes", "subtask_html_section", "subtask_manifest", "subtask_report",
+           "figure6_svg", "group_rows", "interval_text", "load_subtask_run", "split_modes", "subtask_html_section", "subtask_manifest", "subtask_report",
            "subtask_tables", "table_views", "task_sums", "token_band", "write_subtask_tables"]

@@ -30,6 +30,7 @@ from openai import (
 from pydantic import BaseModel, ValidationError, field_validator
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
+from cirrus.domain import NEUTRAL, Domain, with_domain
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.ingest.annotate.requests import collected_requests, request_id
 from cirrus.ingest.annotate.rules import RuleAnnotator
@@ -37,7 +38,7 @@ from cirrus.llm.providers import Endpoint
 from cirrus.schema import ReplyType
 from cirrus.usage import call_usage, completion_usage, record
 
-SYSTEM_PROMPT = """You label the replies of a cloud-service support agent for a benchmark.
+SYSTEM_PROMPT = """You label the replies of a customer-service agent for a benchmark.
 For every numbered agent reply, choose exactly one type:
 - Solution: the agent acts on the problem (runs a tool, changes something) or gives concrete, case-specific steps, commands, causes or answers.
 - Standard: policy, process or general product information that would be the same for any customer.
@@ -167,16 +168,18 @@ class LLMAnnotator:
     name = "llm"
 
     def __init__(self, endpoint: Endpoint, fallback: RuleAnnotator, temperature: float = 0.0,
-                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None) -> None:
+                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None,
+                 domain: Domain = NEUTRAL) -> None:
         self.endpoint = endpoint
         self.fallback = fallback
         self.fallbacks = 0
+        self.system_prompt = with_domain(SYSTEM_PROMPT, domain)
         self._asker = JsonAsker(endpoint, MalformedLabels, temperature, max_attempts, timeout, answers_path)
 
     def label(self, items: list[ReplyToLabel]) -> list[ReplyType]:
         if not items:
             return []
-        labels = self._asker.ask(SYSTEM_PROMPT, render_prompt(items), lambda raw: parse_labels(raw, len(items)))
+        labels = self._asker.ask(self.system_prompt, render_prompt(items), lambda raw: parse_labels(raw, len(items)))
         if labels is None:
             self.fallbacks += 1
             return self.fallback.label(items)

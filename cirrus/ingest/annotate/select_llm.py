@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from cirrus.ingest.annotate.base import ReplyToLabel
 from cirrus.ingest.annotate.llm import JsonAsker
+from cirrus.domain import NEUTRAL, Domain, with_domain
 from cirrus.ingest.annotate.select import RuleSelector, Selection
 from cirrus.llm.providers import Endpoint
 from cirrus.schema import ReplyType
@@ -103,17 +104,19 @@ class LLMSelector:
     the rule selector handled instead."""
 
     def __init__(self, endpoint: Endpoint, fallback: RuleSelector, temperature: float = 0.0,
-                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None) -> None:
+                 max_attempts: int = 3, timeout: float = 60.0, answers_path: Path | None = None,
+                 domain: Domain = NEUTRAL) -> None:
         self.endpoint = endpoint
         self.fallback = fallback
         self.fallbacks = 0
         self.name = f"llm:{endpoint.model}"
+        self.system_prompt = with_domain(SYSTEM_PROMPT, domain)
         self._asker = JsonAsker(endpoint, MalformedSelection, temperature, max_attempts, timeout, answers_path)
 
     def select(self, items: list[ReplyToLabel]) -> Selection:
         if not items:
             return Selection((), ())
-        picked = self._asker.ask(SYSTEM_PROMPT, render_turns(items), lambda raw: parse_selection(raw, len(items)))
+        picked = self._asker.ask(self.system_prompt, render_turns(items), lambda raw: parse_selection(raw, len(items)))
         if picked is None:
             self.fallbacks += 1
             return self.fallback.select(items)

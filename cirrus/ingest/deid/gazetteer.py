@@ -93,7 +93,7 @@ def _lemma_index(model_name: str) -> tuple[tuple[bool, frozenset[str]], ...]:
     """The alphabetic words of the spaCy model's lemma index, by part of
     speech (noun or not): read once per process, as loading the model
     costs a third of a second each time."""
-    from cirrus.ingest.deid.engine import load_spacy
+    from cirrus.ingest.deid.spacy_model import load_spacy
 
     nlp = load_spacy(model_name)
     if "lemmatizer" not in nlp.pipe_names:

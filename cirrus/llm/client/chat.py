@@ -10,7 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from openai import APIConnectionError, APIStatusError, AsyncOpenAI, AuthenticationError, PermissionDeniedError
 from openai.types.chat import ChatCompletion
@@ -43,10 +43,19 @@ from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
 from cirrus.usage import call_usage, completion_usage
 from cirrus.usage import record as record_usage
 
-if TYPE_CHECKING:
-    from cirrus.llm.batching import BatchCollector
-
 T = TypeVar("T")
+
+
+class BatchAnswers(Protocol):
+    """Where a client in batch mode gets its answers instead of sending a
+    request: :class:`cirrus.llm.batching.BatchCollector` (the batching layer
+    uses the client; the client knows only this much of it)."""
+
+    dry: bool  # a dry pass: answers are not written to the response cache
+
+    def answer(self, client: ChatClient, payload: bytes) -> ChatResult:
+        """The answer to ``payload`` from a finished batch, or raise
+        (``Deferred``: it waits for the next batch)."""
 
 
 def _dumps(body: Mapping[str, Any]) -> bytes:
@@ -88,7 +97,7 @@ class ChatClient:
         self._probe: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         # batch mode (cirrus.llm.batching): requests are answered from batch
         # results, or wait for a batch, instead of being sent
-        self.batch: BatchCollector | None = None
+        self.batch: BatchAnswers | None = None
 
     @property
     def model(self) -> str:

@@ -3,19 +3,14 @@ per endpoint."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from openai import AsyncOpenAI
 
 import cirrus.llm
 from cirrus.llm.cache import ResponseCache
-from cirrus.llm.client.chat import ChatClient, _package_make_openai_client
+from cirrus.llm.client.chat import BatchAnswers, ChatClient, _package_make_openai_client
 from cirrus.llm.client.limits import AdaptiveLimiter, RateLimiter
 from cirrus.llm.client.roles import RoleConfig
 from cirrus.llm.providers import Endpoint, shown_url
-
-if TYPE_CHECKING:
-    from cirrus.llm.batching import BatchCollector
 
 
 class ClientPool:
@@ -43,7 +38,7 @@ class ClientPool:
         self._openai: dict[tuple[str, str | None, float], AsyncOpenAI] = {}
         self._limiters: dict[Endpoint, RateLimiter] = {}
         self._clients: list[ChatClient] = []
-        self.batch: BatchCollector | None = None  # batch mode for every client (use_batch)
+        self.batch: BatchAnswers | None = None  # batch mode for every client (use_batch)
         cirrus.llm.track_pool(self)
 
     def client(self, role: RoleConfig) -> ChatClient:
@@ -65,7 +60,7 @@ class ClientPool:
         self._clients.append(chat)
         return chat
 
-    def use_batch(self, collector: BatchCollector | None) -> None:
+    def use_batch(self, collector: BatchAnswers | None) -> None:
         """Put every client of this pool, made or to be made, in batch mode
         with ``collector`` (``None``: back to online calls)."""
         self.batch = collector

@@ -15,21 +15,18 @@ k?``: the fluency check of the next query), and why the walk stopped.  The attem
 ``--attempt N``, else the first failing one with ``--failed``, else the
 first.
 
-Reads ``reports/<RUN_ID>/`` as the run store writes it (``attempts.jsonl``,
-``transcripts.jsonl``, ``summary.json``), so a run still going, or killed,
-can be looked at too (its summary is then missing and said so).  Texts longer
-than ``--width`` characters are cut unless ``--full`` is given; output that
-is not a terminal (piped, redirected) is then laid out for that width too
-(:func:`walk_width`), so a line is about ``--width`` plus the labels wide
-and the texts that are never cut (a failure's description) wrap, as they do
-in a terminal.
+The run is read by :mod:`cirrus.report.run_view` (a run still going, or
+killed, can be looked at too: its summary is then missing and said so).
+Texts longer than ``--width`` characters are cut unless ``--full`` is given;
+output that is not a terminal (piped, redirected) is then laid out for that
+width too (:func:`walk_width`), so a line is about ``--width`` plus the
+labels wide and the texts that are never cut (a failure's description) wrap,
+as they do in a terminal.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -40,112 +37,61 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from cirrus.console import cli_console
-from cirrus.files import read_jsonl
-from cirrus.workspace import REPORTS_DIR
+from cirrus.commands._common import console, fail, out
+from cirrus.report.run_view import RunView, ShowError, failed, failure_description, load_run_view, pick_attempt
+from cirrus.report.run_view import stop_reason
 
-console = cli_console(stderr=True)
-out = cli_console()
-
-RUN_FILE = "run.json"
-ATTEMPTS_FILE = "attempts.jsonl"
-TRANSCRIPTS_FILE = "transcripts.jsonl"
-SUMMARY_FILE = "summary.json"
+__all__ = ["WALK_OVERHEAD", "attempts_table", "show", "summary_table", "walk_view", "walk_width"]
 
 
-class ShowError(ValueError):
-    """The run or task cannot be shown; the message says why."""
-
-
-# ---------------------------------------------------------------------------
-# loading
-
-
-@dataclass
-class RunView:
-    run_id: str
-    directory: Path
-    summary: dict[str, Any] | None
-    rows: dict[tuple[str, int], dict[str, Any]]  # the committed attempts rows
-    transcripts: dict[tuple[str, int], dict[str, Any]]
-
-    def task_ids(self) -> list[str]:
-        return sorted({task for task, _ in self.rows})
-
-    def attempts_of(self, task_id: str) -> list[dict[str, Any]]:
-        return [self.rows[key] for key in sorted(k for k in self.rows if k[0] == task_id)]
-
-
-def _runs_in(reports: Path) -> list[str]:
-    if not reports.is_dir():
-        return []
-    return sorted(p.name for p in reports.iterdir() if (p / RUN_FILE).is_file())
-
-
-def load_run_view(workspace: Path, run_id: str) -> RunView:
-    reports = workspace / REPORTS_DIR
-    directory = reports / run_id
-    if "/" in run_id or "\\" in run_id or run_id.startswith(".") or not (directory / RUN_FILE).is_file():
-        known = _runs_in(reports)
-        close = difflib.get_close_matches(run_id, known, n=3)
-        hint = (f"did you mean {', '.join(close)}?" if close else f"runs there: {', '.join(known[:20])}"
-                + (" ..." if len(known) > 20 else "")) if known else "there is no run there yet: run `cirrus eval` first"
-        raise ShowError(f"no run {run_id!r} in {reports} ({hint})")
-    from cirrus.evaluate.subtask import refuse_subtask_run
-
-    refuse_subtask_run(directory, "show / diff", ShowError)  # a subtask run has no walk to show
-    summary = None
-    if (directory / SUMMARY_FILE).is_file():
-        try:
-            summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ShowError(f"{directory / SUMMARY_FILE}: not valid JSON ({exc.msg})") from exc
-    rows = {(r["task_id"], r["attempt"]): r for r in read_jsonl(directory / ATTEMPTS_FILE)}
-    transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(directory / TRANSCRIPTS_FILE)
-                   if (t["task_id"], t["attempt"]) in rows}
-    return RunView(run_id, directory, summary, rows, transcripts)
+def show(
+    run_id: Annotated[str, typer.Argument(help="The run to show (reports/<RUN_ID>/).")],
+    task: Annotated[Optional[str], typer.Option("--task", "-t", help="Show this task's walk, checkpoint by checkpoint.")] = None,
+    attempt: Annotated[Optional[int], typer.Option(min=0, help="Which attempt of --task (default: the first, or the first failing one with --failed).")] = None,
+    failed_only: Annotated[bool, typer.Option("--failed", help="Only attempts that did not succeed (or, with --task, its first failing attempt).")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="Most attempts listed without --task.")] = 50,
+    full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
+    width: Annotated[int, typer.Option(min=40, help="Cut texts longer than this many characters (unless --full); piped or redirected output is laid out for this width too.")] = 600,
+    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
+) -> None:
+    """Show a run: its summary, and one task's walk with the verdict at each checkpoint."""
+    try:
+        view = load_run_view(workspace, run_id)
+        attempts, chosen = pick_attempt(view, task, attempt, failed_only)
+    except ShowError as exc:
+        fail(str(exc), highlight=False)
+    cut = None if full else width
+    if view.summary is not None:
+        out.print(summary_table(view.summary, f"cirrus show: {run_id}", str(view.directory)))
+    else:
+        console.print(f"[yellow]note:[/] run {escape(run_id)} has no summary.json yet (not finished); "
+                      f"{len(view.rows)} attempts are committed")
+    if task is None:
+        rows = [view.rows[key] for key in sorted(view.rows)]
+        if failed_only:
+            rows = [r for r in rows if failed(r)]
+        if not rows:
+            out.print(Text(f"no {'failing ' if failed_only else ''}attempt in run {run_id}"))
+            return
+        out.print(attempts_table(rows[:limit], f"{'failing attempts' if failed_only else 'attempts'} of {run_id}: "
+                                               f"{len(rows)}"))
+        if len(rows) > limit:
+            console.print(f"... and {len(rows) - limit} more (use --limit)")
+        return
+    if chosen is None:
+        out.print(Text(f"task {task} has no failing attempt in run {run_id} "
+                       f"({len(attempts)} attempts, all successful)"))
+        return
+    out.print(walk_view(view, chosen, cut, expand=not getattr(out, "unbounded", False)), width=walk_width(out, cut))
+    others = [r for r in attempts if r is not chosen]
+    if others:
+        listed = ", ".join(f"{r['attempt']}: {'error' if r.get('status') != 'ok' else 'ok' if r.get('success') else 'failed'}"
+                           f" ({r.get('covered', '-')}/{r.get('checkpoints')})" for r in others)
+        console.print(f"other attempts of {escape(task)}: {escape(listed)} (use --attempt N)")
 
 
 # ---------------------------------------------------------------------------
-# reading one attempt
-
-
-def failed(row: dict[str, Any]) -> bool:
-    """An attempt that did not succeed: an error row or ``success`` false."""
-    return row.get("status") != "ok" or not row.get("success")
-
-
-def stop_reason(row: dict[str, Any], short: bool = False) -> str:
-    """Why the walk of this attempt ended, in a few words (fewer with
-    ``short``): :func:`cirrus.evaluate.store.end_reason` (``end_reason`` of
-    ``tasks.parquet``) in words, with its ``end_checkpoint`` and, when the
-    last turn has one, its failure category (docs/failures.md)."""
-    # imported here: the run store imports polars, and ``cirrus --help`` imports this module
-    from cirrus.evaluate.store import (
-        END_COMPLETED,
-        END_ERROR,
-        END_FLUENCY_STOP,
-        END_REJECTED,
-        END_TRUNCATED,
-        end_checkpoint,
-        end_reason,
-    )
-
-    reason, at = end_reason(row), end_checkpoint(row)
-    if reason == END_ERROR:
-        return f"error: {row.get('error') or 'unknown'}"
-    if reason == END_TRUNCATED:
-        return f"truncated before {at}" if short else \
-            f"truncated: the saved transcript has no turn for checkpoint {at} (the agent was not called)"
-    if reason == END_COMPLETED:
-        return "all covered" if short else "all checkpoints covered"
-    turns = row.get("turns") or []
-    failure = f" ({turns[-1]['failure']})" if turns and turns[-1].get("failure") else ""  # docs/failures.md
-    if reason == END_REJECTED:
-        return (f"rejected at {at}" if short else f"rejected at checkpoint {at}") + failure
-    if reason == END_FLUENCY_STOP:
-        return (f"not fluent before {at}" if short else f"fluency check failed before checkpoint {at}") + failure
-    return "no turn judged" if not row.get("turns") else "stopped"
+# the renderables
 
 
 def _fmt(value: Any) -> str:
@@ -234,13 +180,6 @@ def attempts_table(rows: list[dict[str, Any]], title: str) -> Table:
     return table
 
 
-def failure_description(failure: str) -> str:
-    """The one-line description of a failure category (docs/failures.md)."""
-    from cirrus.evaluate.failures import FAILURE_DESCRIPTIONS
-
-    return FAILURE_DESCRIPTIONS.get(failure, "unknown category")
-
-
 def _turn_panel(turn: dict[str, Any], stats: dict[str, Any], width: int | None, expand: bool = True) -> Panel:
     body = Table(show_header=False, box=None, padding=(0, 1), expand=expand)
     body.add_column("what", style="bold", no_wrap=True)
@@ -316,78 +255,3 @@ def walk_view(view: RunView, row: dict[str, Any], width: int | None, expand: boo
         missing = f"checkpoint {total}" if covered + 1 == total else f"checkpoints {covered + 1}-{total}"
         parts.append(Text(f"{missing} not covered", style="yellow"))
     return Group(*parts)
-
-
-# ---------------------------------------------------------------------------
-# the command
-
-
-def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    raise typer.Exit(code)
-
-
-def show(
-    run_id: Annotated[str, typer.Argument(help="The run to show (reports/<RUN_ID>/).")],
-    task: Annotated[Optional[str], typer.Option("--task", "-t", help="Show this task's walk, checkpoint by checkpoint.")] = None,
-    attempt: Annotated[Optional[int], typer.Option(min=0, help="Which attempt of --task (default: the first, or the first failing one with --failed).")] = None,
-    failed_only: Annotated[bool, typer.Option("--failed", help="Only attempts that did not succeed (or, with --task, its first failing attempt).")] = False,
-    limit: Annotated[int, typer.Option(min=1, help="Most attempts listed without --task.")] = 50,
-    full: Annotated[bool, typer.Option("--full", help="Do not cut long texts.")] = False,
-    width: Annotated[int, typer.Option(min=40, help="Cut texts longer than this many characters (unless --full); piped or redirected output is laid out for this width too.")] = 600,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="Workspace folder (tickets/, tool_mocks/, reports/).")] = Path("."),
-) -> None:
-    """Show a run: its summary, and one task's walk with the verdict at each checkpoint."""
-    try:
-        view = load_run_view(workspace, run_id)
-    except ShowError as exc:
-        _fail(str(exc))
-        return
-    cut = None if full else width
-    chosen: dict[str, Any] | None = None
-    attempts: list[dict[str, Any]] = []
-    if task is None:
-        if attempt is not None:
-            _fail("--attempt needs --task")
-    else:
-        attempts = view.attempts_of(task)
-        if not attempts:
-            close = difflib.get_close_matches(task, view.task_ids(), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            _fail(f"task {task!r} is not in run {run_id}{hint}")
-        if attempt is not None:
-            chosen = next((r for r in attempts if r["attempt"] == attempt), None)
-            if chosen is None:
-                _fail(f"task {task} has no attempt {attempt} in run {run_id} "
-                      f"(attempts: {', '.join(str(r['attempt']) for r in attempts)})")
-        elif failed_only:
-            chosen = next((r for r in attempts if failed(r)), None)
-        else:
-            chosen = attempts[0]
-    if view.summary is not None:
-        out.print(summary_table(view.summary, f"cirrus show: {run_id}", str(view.directory)))
-    else:
-        console.print(f"[yellow]note:[/] run {escape(run_id)} has no summary.json yet (not finished); "
-                      f"{len(view.rows)} attempts are committed")
-    if task is None:
-        rows = [view.rows[key] for key in sorted(view.rows)]
-        if failed_only:
-            rows = [r for r in rows if failed(r)]
-        if not rows:
-            out.print(Text(f"no {'failing ' if failed_only else ''}attempt in run {run_id}"))
-            return
-        out.print(attempts_table(rows[:limit], f"{'failing attempts' if failed_only else 'attempts'} of {run_id}: "
-                                               f"{len(rows)}"))
-        if len(rows) > limit:
-            console.print(f"... and {len(rows) - limit} more (use --limit)")
-        return
-    if chosen is None:
-        out.print(Text(f"task {task} has no failing attempt in run {run_id} "
-                       f"({len(attempts)} attempts, all successful)"))
-        return
-    out.print(walk_view(view, chosen, cut, expand=not getattr(out, "unbounded", False)), width=walk_width(out, cut))
-    others = [r for r in attempts if r is not chosen]
-    if others:
-        listed = ", ".join(f"{r['attempt']}: {'error' if r.get('status') != 'ok' else 'ok' if r.get('success') else 'failed'}"
-                           f" ({r.get('covered', '-')}/{r.get('checkpoints')})" for r in others)
-        console.print(f"other attempts of {escape(task)}: {escape(listed)} (use --attempt N)")
