@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import platform
@@ -74,10 +75,11 @@ from cirrus.llm.client import UnparseableOutput  # noqa: E402
 from cirrus.settings import load_settings  # noqa: E402
 
 CIRRUS = str(Path(sys.executable).with_name("cirrus"))
-# Sample tasks of both languages: some begin with a tool call (what the model does with tools), some with a
-# checkpoint that needs none, so that a turn can be accepted and the fluency checker is asked too
-DEFAULT_TASKS = ("NC-2024-0358", "NC-2024-0402", "NC-2025-0008", "NC-2025-0023", "NC-2025-0024",
-                 "ZC-2025-0003", "ZC-2025-0006", "ZC-2025-0011", "ZC-2025-0014", "ZC-2025-0015")
+# Sample tasks of both languages: the first three of each sample begin with a tool call (what the model does
+# with tools); the others begin with a checkpoint that needs none, so that a turn can be accepted and the
+# fluency checker is asked too
+DEFAULT_TASKS = ("NC-2024-0311", "NC-2024-0358", "NC-2024-0402", "NC-2025-0008", "NC-2025-0023", "NC-2025-0024",
+                 "ZC-2025-0014", "ZC-2025-0015", "ZC-2025-0016", "ZC-2025-0003", "ZC-2025-0006", "ZC-2025-0011")
 MODES = ("off", "on")
 # "I'm sorry, but I can't assist with that" and its kin, in English and Chinese
 REFUSAL = re.compile(r"(?:I'?m|I am) sorry,? but I (?:can(?:no|')t|am unable)|I can(?:no|')t (?:assist|help) with"
@@ -241,10 +243,10 @@ async def evaluate(workspace: Path, lang: str, mode: str, limit: int, args: argp
 
     index = TaskIndex.scan(workspace, limit)
     roles = build_roles(role("agent"), role("judge"), role("fluency"), index, workspace, concurrency=1)
-    if mode == "on":  # what `cirrus eval --text-tool-calls` will build
-        base = roles.agent
-        roles.agent = OpenAIAgent(roles.clients["agent"], text_tool_calls=True, system_prompt=base.system_prompt,
-                                  max_model_calls=base.max_model_calls)
+    if mode == "on":  # what `cirrus eval --text-tool-calls` will build: the same agent, reading them
+        assert isinstance(roles.agent, OpenAIAgent)
+        roles.agent = copy.copy(roles.agent)
+        roles.agent.text_tool_calls = True
         roles.fingerprint["agent_role"] = roles.agent.fingerprint()
     try:
         await check_endpoints(roles.clients)

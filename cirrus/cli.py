@@ -11,6 +11,7 @@ import typer
 from cirrus import __version__
 from cirrus.commands import audit, diff, ingest, judge_consistency, judge_eval, pii_eval, report, rescore, show, stats
 from cirrus.commands import eval as eval_command
+from cirrus.commands.tools import tools_app
 from cirrus.commands._common import out
 
 __all__ = ["app"]
@@ -48,6 +49,7 @@ app.command("judge-eval")(judge_eval.judge_eval)
 app.command("judge-consistency")(judge_consistency.judge_consistency)
 app.command("audit")(audit.audit)
 app.command("stats")(stats.stats)
+app.add_typer(tools_app, name="tools")
 
 if __name__ == "__main__":
     app()

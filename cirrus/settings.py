@@ -39,7 +39,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from cirrus.llm.providers import Provider, register_providers
 
@@ -109,6 +109,10 @@ class DomainSettings(_Strict):
 class Settings(_Strict):
     providers: list[ProviderSettings] = Field(default_factory=list)
     domain: DomainSettings = Field(default_factory=DomainSettings)
+    # [agent]: your agent's prompt, tools and names (cirrus.agents.config, docs/agent-config.md),
+    # checked by agent_config()
+    agent: dict[str, Any] | None = None
+    _path: Path | None = PrivateAttr(default=None)
     judge_input: JudgeInputSettings = Field(default_factory=JudgeInputSettings)
     roles: dict[Literal["agent", "judge", "fluency"], RoleSettings] = Field(default_factory=dict)
     # read and checked by `cirrus report` (cirrus.report.loading.load_prices)
@@ -123,6 +127,20 @@ class Settings(_Strict):
 
     def role(self, name: Literal["agent", "judge", "fluency"]) -> RoleSettings:
         return self.roles.get(name, RoleSettings())
+
+    def agent_config(self) -> Any:
+        """The ``[agent]`` table as an :class:`cirrus.agents.config.AgentConfig`
+        (relative paths from the file's folder); None without one.  Raises
+        :class:`SettingsError` naming the file and the key."""
+        if self.agent is None:
+            return None
+        from cirrus.agents.config import AgentConfigError, parse_agent_config
+
+        origin = str(self._path) if self._path is not None else SETTINGS_FILE
+        try:
+            return parse_agent_config(self.agent, origin, self._path.parent if self._path is not None else None)
+        except AgentConfigError as exc:
+            raise SettingsError(str(exc)) from None
 
     def judge_input_limits(self) -> Any:
         """The :class:`cirrus.judges.llm.JudgeInputLimits` of ``[judge_input]``."""
@@ -156,6 +174,7 @@ def load_settings(workspace: Path, explicit: Path | None = None) -> Settings:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"]))
         raise SettingsError(f"{path}: {where + ': ' if where else ''}{first['msg']}") from exc
+    settings._path = path
     register_providers([Provider(p.name, p.base_url.rstrip("/"), p.api_key_env, tuple(p.prefixes))
                         for p in settings.providers])
     _apply_judge_input(settings)

@@ -88,8 +88,8 @@ def _rows(board: pl.DataFrame) -> dict[str, dict]:
 def test_leaderboard_cost_columns_by_hand(cost_ws: Path):
     board = leaderboard(load_runs(cost_ws, ["a", "b", "c"]), prices=B_PRICE)
     # the new columns come last: readers by position keep the old ones where they were
-    assert board.columns[-6:] == ["cost_total", "cost_per_attempt", "cost_agent", "cost_judge", "cost_fluency",
-                                  "cost_per_success"]
+    assert board.columns[-7:] == ["cost_total", "cost_per_attempt", "cost_agent", "cost_judge", "cost_fluency",
+                                  "cost_per_success", "agent_label"]  # the agent's label came after them
     rows = _rows(board)
     a = rows["a"]
     assert (a["cost_agent"], a["cost_judge"], a["cost_fluency"]) == approx((0.05, 0.01, 0.002))

@@ -17,7 +17,9 @@ What a production agent brings that Cirrus's default agent does not:
   ``name = "lookup_order"``, ``arguments = {order = "order_id"}``), mapped onto
   the recorded calls so that the cassette still answers, and per-argument
   **matching** (``match = {reason = "ignored"}``, :mod:`cirrus.tool_matching`);
-* how many **model calls** a turn may take (``max_model_calls``);
+* how many **model calls** a turn may take (``max_model_calls``), and
+  whether tool calls a model writes as text are read as calls
+  (``text_tool_calls``, or ``cirrus eval --text-tool-calls``);
 * a **label** for its version (``label = "v2.3"``, or ``--agent-label``),
   shown by ``cirrus report``.
 
@@ -91,6 +93,8 @@ class AgentConfig(_Strict):
     knowledge: Literal["system", "message", "none"] = "system"
     tool_set: Literal["workspace", "ticket"] = "workspace"
     max_model_calls: int = Field(8, ge=1, le=100)
+    # read tool calls a model writes as text in its message (cirrus.agents.text_tool_calls); off: noted, judged as text
+    text_tool_calls: bool = False
     tools: dict[str, AgentToolConfig] = Field(default_factory=dict)
     # the folder relative paths are read from (the config file's); not a key of the file
     base_dir: Path | None = Field(None, exclude=True)
@@ -226,6 +230,17 @@ def tool_view(tools: Iterable[Mapping[str, Any]], config: AgentConfig | None,
     return ToolView(tuple(schemas), names, args, {k: v for k, v in rules.items() if v})
 
 
+def replay_matching(agent: Any, task: Mapping[str, Any]) -> ToolMatching | None:
+    """The argument-matching rules the replay of ``agent``'s calls in
+    ``task`` uses: its tool view's (the schemas' ``x-cirrus-match`` and
+    ``[agent.tools.*] match``); None for an agent without a view (the
+    replayer then reads the task's schemas)."""
+    view_of = getattr(agent, "tool_view_of", None) or getattr(agent, "tool_view", None)
+    if not callable(view_of):
+        return None
+    return getattr(view_of(task), "matching", None)
+
+
 def workspace_tools(tasks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every tool the workspace knows: the union of its tasks' ``tools`` by
     name (the first schema of a name wins), in order of first appearance."""
@@ -276,5 +291,5 @@ def render_template(template: str, context: Mapping[str, Any], origin: str = "[a
 
 
 __all__ = ["AgentConfig", "AgentConfigError", "AgentToolConfig", "KNOWLEDGE_PLACES", "TEMPLATE_VARIABLES",
-           "TOOL_SETS", "ToolView", "load_agent_config", "parse_agent_config", "render_template",
+           "TOOL_SETS", "ToolView", "load_agent_config", "parse_agent_config", "render_template", "replay_matching",
            "template_context", "tool_view", "workspace_tools"]

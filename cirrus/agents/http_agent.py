@@ -33,13 +33,14 @@ count of what Cirrus sent (messages, tools, knowledge).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,7 @@ from cirrus import __version__
 from cirrus.agents import http_protocol
 from cirrus.agents.python_agent import add_note
 from cirrus.agents.recording import RecordingTools, ToolViewOf, agent_view
-from cirrus.evaluate.types import AgentTurn, InfrastructureError, TurnRequest
+from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client.errors import _MalformedAnswer, _TriedTooLong
 from cirrus.llm.client.limits import MAX_CROWDED_TRIES, AdaptiveLimiter, RateLimiter
 from cirrus.llm.client.retry import (
@@ -195,6 +196,9 @@ class HttpAgent:
         self._client: httpx.AsyncClient | None = None
         self._limiter: RateLimiter | None = None
         self._sessions: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        # cirrus eval --tool-server: the agent calls its tools itself there (cirrus.tools), one session per walk
+        self.tool_server: Any = None
+        self._tool_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     # --- what the run records ------------------------------------------------
 
@@ -230,11 +234,14 @@ class HttpAgent:
         messages: list[dict[str, Any]] = [*request.history, {"role": "user", "content": request.query}]
         turn = AgentTurn(text="")
         answer: http_protocol.AgentAnswer | None = None
+        served = self._tool_session(request, replayer, to_recorded)
+        where = None if served is None else {"url": f"{self.tool_server.url}/sessions/{served.id}/tools",
+                                             "session": served.id}
         for round_number in range(1, self.config.max_rounds + 1):
             body = http_protocol.turn_request(
                 session_id=session, request_id=uuid.uuid4().hex, round_number=round_number,
                 max_rounds=self.config.max_rounds, task=task, attempt=request.attempt, messages=messages,
-                tools=task.get("tools") or [], knowledge=task.get("knowledge") or [])
+                tools=task.get("tools") or [], knowledge=task.get("knowledge") or [], tool_server=where)
             payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             answer = await self._send(payload, round_number)
             turn.model_calls += 1
@@ -256,9 +263,28 @@ class HttpAgent:
             if answer is not None and answer.tool_calls:
                 add_note(turn, {"kind": "max_rounds", "rounds": self.config.max_rounds})
         turn.tool_calls = tools.calls
+        if served is not None:  # the calls it made itself at the tool server, as the recorded calls they map to
+            if served.failure is not None:
+                raise InfrastructureError(f"the tool server could not answer the agent: {served.failure}")
+            turn.tool_calls += [_as_recorded(call, to_recorded) for call in served.take()]
         turn.text = answer.content if answer is not None else ""
         turn.wall_s = time.perf_counter() - started
         return turn
+
+    def _tool_session(self, request: TurnRequest, replayer: ToolReplayer,
+                      to_recorded: Callable[[str, Any], tuple[str, Any]] | None) -> Any:
+        """The tool-server session of this walk (opened on its first turn with
+        the walk's own replayer, so its replay state is the walk's; ended
+        when the walk's replayer goes); None without a tool server."""
+        if self.tool_server is None:
+            return None
+        session = self._tool_sessions.get(replayer)
+        if session is None:
+            store = self.tool_server.sessions
+            session = store.open(request.task, request.attempt, replayer=_Renaming(replayer, to_recorded))
+            self._tool_sessions[replayer] = session
+            weakref.finalize(replayer, _end_quietly, store, session.id)
+        return session
 
     def _session_id(self, request: TurnRequest, replayer: ToolReplayer) -> str:
         """One id per walk of one (task, attempt): the walk's replayer is its
@@ -473,3 +499,50 @@ class HttpAgent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class _Renaming:
+    """The walk's replayer under the agent's own tool and argument names (a
+    tool server session's replayer): calls are answered as the recorded
+    calls they map to."""
+
+    def __init__(self, replayer: Any, to_recorded: Callable[[str, Any], tuple[str, Any]] | None) -> None:
+        # weakly: the session must not keep the walk's replayer alive (its end ends the session)
+        self._replayer = weakref.ref(replayer)
+        self._to_recorded = to_recorded
+        self.matching = getattr(replayer, "matching", None)
+
+    def _walk(self) -> Any:
+        replayer = self._replayer()
+        if replayer is None:
+            raise RuntimeError("the walk of this tool-server session has ended")
+        return replayer
+
+    def call(self, name: str, arguments: Any) -> Any:
+        if self._to_recorded is not None:
+            name, arguments = self._to_recorded(name, arguments)
+        return self._walk().call(name, arguments)
+
+    def __getattr__(self, attribute: str) -> Any:  # rewind, position, seek: the walk's replayer's
+        return getattr(self._walk(), attribute)
+
+
+def _as_recorded(call: ToolCallMade, to_recorded: Callable[[str, Any], tuple[str, Any]] | None) -> ToolCallMade:
+    """A call logged at the tool server (the agent's names) as the recorded
+    call it maps to, what TIA/TSA/TEV compare."""
+    if to_recorded is None:
+        return call
+    name, arguments = to_recorded(call.name, call.arguments)
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return dataclasses.replace(call, name=name, arguments=arguments)
+
+
+def _end_quietly(store: Any, session_id: str) -> None:
+    try:
+        store.end(session_id)
+    except Exception:  # noqa: BLE001  (already ended: the server stopped first)
+        pass

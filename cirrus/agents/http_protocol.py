@@ -45,9 +45,12 @@ def task_metadata(task: Mapping[str, Any], attempt: int) -> dict[str, Any]:
 
 def turn_request(*, session_id: str, request_id: str, round_number: int, max_rounds: int,
                  task: Mapping[str, Any], attempt: int, messages: Sequence[Mapping[str, Any]],
-                 tools: Sequence[Mapping[str, Any]], knowledge: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The body of one POST (``agent-request.schema.json``)."""
-    return {
+                 tools: Sequence[Mapping[str, Any]], knowledge: Sequence[Mapping[str, Any]],
+                 tool_server: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The body of one POST (``agent-request.schema.json``); ``tool_server``:
+    where the agent calls its tools itself (``cirrus eval --tool-server``:
+    ``{"url", "session"}``), absent otherwise."""
+    body = {
         "protocol": PROTOCOL,
         "session_id": session_id,
         "request_id": request_id,
@@ -59,6 +62,9 @@ def turn_request(*, session_id: str, request_id: str, round_number: int, max_rou
         "tools": list(tools),
         "knowledge": [dict(doc) for doc in knowledge],
     }
+    if tool_server is not None:
+        body["tool_server"] = dict(tool_server)
+    return body
 
 
 # --- answers -----------------------------------------------------------------

@@ -43,15 +43,18 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cirrus import strict_json
 from cirrus.agents import prompts
 from cirrus.agents import replies as notes
+from cirrus.agents.config import AgentConfig, ToolView, render_template, template_context
 from cirrus.agents.text_tool_calls import read_text_tool_calls
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client import ChatClient, ChatResult
 from cirrus.replay import NoRecordedResult, ToolReplayer
+from cirrus.tool_matching import without_rules
 
 DEFAULT_MAX_MODEL_CALLS = 8
 
@@ -77,10 +80,18 @@ class OpenAIAgent:
         system_prompt: str = prompts.SYSTEM_PROMPT,
         text_tool_calls: bool = False,
         text_on_last_call: bool = True,
+        config: AgentConfig | None = None,
+        tool_view_of: Callable[[Mapping[str, Any]], ToolView] | None = None,
+        domain: str = "",
     ) -> None:
         """``text_tool_calls``: read tool calls the model writes as text in
         its message as tool calls (:mod:`cirrus.agents.text_tool_calls`); off,
-        such a reply is judged as text and the turn notes it."""
+        such a reply is judged as text and the turn notes it.  ``config``:
+        your agent's ``[agent]`` (:mod:`cirrus.agents.config`): its prompt
+        template (rendered per task, ``domain`` one of its variables) and
+        where the knowledge goes; ``tool_view_of``: the tools a task offers
+        under your names, and the way back to the recorded calls (default:
+        the task's own tools, as recorded)."""
         if max_model_calls < 1:
             raise ValueError("max_model_calls must be >= 1")
         self.client = client
@@ -88,6 +99,10 @@ class OpenAIAgent:
         self.system_prompt = system_prompt
         self.text_tool_calls = text_tool_calls
         self.text_on_last_call = text_on_last_call
+        self.config = config
+        self.tool_view_of = tool_view_of
+        self.domain = domain
+        self._template = config.template_text() if config is not None else None
         self.name = client.model
 
     def fingerprint(self) -> dict[str, Any]:
@@ -107,10 +122,13 @@ class OpenAIAgent:
     async def respond(self, request: TurnRequest, replayer: ToolReplayer) -> AgentTurn:
         started = time.perf_counter()
         task = request.task
-        tools = task.get("tools") or None
+        view = self.tool_view_of(task) if self.tool_view_of is not None else None
+        tools = list(view.schemas) if view is not None else without_rules(task.get("tools") or []) or None
+        tools = tools or None
         offered = _tool_names(tools)
+        to_recorded = view.recorded_call if view is not None else None
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": prompts.system_message(task, self.system_prompt)},
+            *self._opening(task, tools or []),
             *request.history,
             {"role": "user", "content": request.query},
         ]
@@ -130,7 +148,7 @@ class OpenAIAgent:
                 break
             for tool_call in answer.tool_calls:
                 tool_message = self._run_tool(tool_call, replayer, turn, offered=offered,
-                                              read_from_text=answer.read_from_text)
+                                              read_from_text=answer.read_from_text, to_recorded=to_recorded)
                 messages.append(tool_message)
                 turn.messages.append(tool_message)
         turn.text = answer.text if answer is not None else ""
@@ -138,6 +156,24 @@ class OpenAIAgent:
             turn.notes.append(notes.note(notes.EMPTY_REPLY, turn.model_calls, tool_calls=len(turn.tool_calls)))
         turn.wall_s = time.perf_counter() - started
         return turn
+
+    def _opening(self, task: Mapping[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages before the conversation: the system prompt (Cirrus's,
+        or your template rendered for ``task``) with the knowledge where
+        ``[agent] knowledge`` puts it."""
+        place = self.config.knowledge if self.config is not None else "system"
+        if self._template is None:
+            prompt = self.system_prompt
+        else:
+            prompt = render_template(self._template, template_context(task, tools, self.domain))
+        documents = task.get("knowledge") or []
+        if place == "system":
+            return [{"role": "system", "content": prompts.system_message(task, prompt)}]
+        opening = [{"role": "system", "content": prompt}]
+        if place == "message" and documents:
+            opening.append({"role": "system", "content": f"{prompts.KNOWLEDGE_HEADER}\n\n"
+                                                         f"{prompts.render_knowledge(documents)}"})
+        return opening
 
     async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                         tool_choice: str | None) -> ChatResult:
@@ -181,10 +217,20 @@ class OpenAIAgent:
 
     @staticmethod
     def _run_tool(tool_call: dict[str, Any], replayer: ToolReplayer, turn: AgentTurn, *,
-                  offered: frozenset[str] | None = None, read_from_text: str | None = None) -> dict[str, Any]:
+                  offered: frozenset[str] | None = None, read_from_text: str | None = None,
+                  to_recorded: Callable[[str, Any], tuple[str, Any]] | None = None) -> dict[str, Any]:
+        """Replay one tool call; under your own tool names (``to_recorded``)
+        it is replayed, and recorded for TIA/TSA/TEV, as the recorded call
+        it maps to."""
         function = tool_call.get("function") or {}
         name = str(function.get("name") or "")
         raw_arguments = function.get("arguments")
+        if offered is not None and name not in offered:  # checked under the name the agent used
+            turn.notes.append(notes.note(notes.UNKNOWN_TOOL, turn.model_calls, tool=name))
+        if to_recorded is not None:
+            name, raw_arguments = to_recorded(name, raw_arguments)
+            if not isinstance(raw_arguments, (str, type(None))):
+                raw_arguments = json.dumps(raw_arguments, ensure_ascii=False)
         arguments: Any = raw_arguments
         if isinstance(raw_arguments, str):
             try:
@@ -194,8 +240,6 @@ class OpenAIAgent:
             except ValueError:
                 arguments = raw_arguments
                 turn.notes.append(notes.note(notes.ARGUMENTS_NOT_JSON, turn.model_calls, tool=name))
-        if offered is not None and name not in offered:
-            turn.notes.append(notes.note(notes.UNKNOWN_TOOL, turn.model_calls, tool=name))
         try:
             result = replayer.call(name, raw_arguments)
         except NoRecordedResult as exc:

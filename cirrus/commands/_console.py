@@ -71,4 +71,5 @@ def fit_annotations(renderable: Any) -> Any:
 def cli_console(*, stderr: bool = False) -> CliConsole:
     """A :class:`CliConsole`: on stderr for messages (soft-wrapped: a line
     is never broken by rich), on stdout for tables."""
-    return CliConsole(stderr=True, soft_wrap=True) if stderr else CliConsole()
+    # emoji codes off: a text such as "MODULE:FACTORY:" or a ticket's ":smile:" is printed as written
+    return CliConsole(stderr=True, soft_wrap=True, emoji=False) if stderr else CliConsole(emoji=False)

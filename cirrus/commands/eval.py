@@ -21,7 +21,7 @@ __all__ = ["eval_"]
 
 def eval_(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline).")],
+    model: Annotated[Optional[str], typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline); or give --agent-url / --agent instead.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the agent (default: provider registry).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the agent's API key.")] = None,
     judge_model: Annotated[Optional[list[str]], typer.Option(help="Coverage judge model, or 'local' for the offline heuristic (default: the agent's model, a self-judged run that is warned about and recorded; local for baselines). Give it several times, or a comma list, for a judge panel: every member judges every checkpoint, the majority decides (a tie is Not Included).")] = None,
@@ -45,6 +45,14 @@ def eval_(
     mode: Annotated[str, typer.Option(help="walk: the multi-turn walk (default); subtask: every checkpoint alone, after the real dialogue up to it, no fluency check (docs/subtasks.md).")] = "walk",
     estimate: Annotated[bool, typer.Option("--estimate", help="Print the calls, tokens and cost per role the run would take (counted over the workspace, no model called) and stop (docs/cost.md).")] = False,
     max_cost: Annotated[Optional[float], typer.Option(min=0, help="Start no attempt once the run has spent this much (the \\[prices] currency of cirrus.toml; every model the run calls needs a price); attempts in flight finish, the run stops with exit status 3 and resumes with a higher --max-cost.")] = None,
+    agent_url: Annotated[Optional[str], typer.Option(help="Your agent as a service: Cirrus POSTs each turn to this URL (docs/agent-protocol.md) and answers its tool calls from the recordings.")] = None,
+    agent_auth_env: Annotated[Optional[str], typer.Option(help="Environment variable holding the token sent to --agent-url (never written anywhere).")] = None,
+    agent_auth_header: Annotated[str, typer.Option(help="Header the token goes in (Authorization sends 'Bearer <token>').")] = "Authorization",
+    agent: Annotated[Optional[str], typer.Option("--agent", help="Your agent in Python: package.module:factory, a factory returning an object with an async respond(request, tools) (cirrus.agents.api).")] = None,
+    agent_config: Annotated[Optional[Path], typer.Option(help="File with your agent's \\[agent] section: prompt template, knowledge place, tool set, tool and argument names, matching (docs/agent-config.md; default: \\[agent] of cirrus.toml).")] = None,
+    agent_label: Annotated[Optional[str], typer.Option(help="Your agent's version, recorded with the run and shown by cirrus report (default: \\[agent] label).")] = None,
+    text_tool_calls: Annotated[bool, typer.Option("--text-tool-calls", help="Read tool calls a model writes as text in its message (a JSON object, <tool_call> tags, ...) as tool calls, marked so in the transcript; off, such a reply is judged as text and noted (benchmarks/README.md). Also \\[agent] text_tool_calls.")] = False,
+    tool_server: Annotated[bool, typer.Option("--tool-server", help="With --agent-url: serve the recorded tools over HTTP on 127.0.0.1 for the run; each request tells the agent where (tool_server), and the calls it makes there are scored (docs/tool-server.md).")] = False,
 ) -> None:
     """Walk every task checkpoint by checkpoint against a model and score it.
 
@@ -58,6 +66,7 @@ def eval_(
     the command that resumes the run.
     """
     import asyncio
+    import contextlib
     import re
     import shlex
     import time
@@ -70,10 +79,17 @@ def eval_(
     from cirrus.evaluate.runner import EvalSettings, run_eval
     from cirrus.evaluate.store import RunMismatch
     from cirrus.evaluate.tasks import TaskFileError, TaskIndex
+    from cirrus.evaluate.types import InfrastructureError
     from cirrus.llm.providers import EndpointError, ModelAuthError, shown_url
 
+    chosen = [flag for flag, value in (("--model", model), ("--agent-url", agent_url), ("--agent", agent)) if value]
+    if len(chosen) > 1:
+        fail(f"give one agent under test: {' and '.join(chosen)} were both given")
+    if tool_server and not agent_url:
+        fail("--tool-server serves the recorded tools to an agent service: give it with --agent-url")
+    agent_name = model or ("http-agent" if agent_url else "python-agent" if agent else None)
     given_run_id = run_id
-    run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{model}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_id = run_id or re.sub(r"[^A-Za-z0-9._-]", "_", f"{agent_name or 'agent'}-{time.strftime('%Y%m%d-%H%M%S')}")
 
     def resume_command() -> str:
         """``cirrus eval`` with the options given on the command line (key
@@ -122,8 +138,25 @@ def eval_(
         return RoleOptions(chosen, base_url_ or configured.base_url, key_env or configured.api_key_env,
                            {**configured.params(), **params})
 
-    agent = role("agent", model, base_url, api_key_env, cli_params)
-    assert agent is not None
+    from cirrus.agents.config import AgentConfigError, load_agent_config
+    from cirrus.evaluate.roles import AgentSource
+
+    source = None
+    if agent_url or agent:
+        source = AgentSource(url=agent_url, auth_env=agent_auth_env, auth_header=agent_auth_header, spec=agent,
+                             params=settings_file.role("agent").params())
+    try:
+        your_agent = load_agent_config(agent_config) if agent_config else settings_file.agent_config()
+    except (AgentConfigError, SettingsError) as exc:
+        fail(str(exc))
+    agent_role = role("agent", agent_name, base_url, api_key_env, cli_params) if source is None else \
+        RoleOptions(agent_name or "agent", base_url, api_key_env)  # --base-url: the judges' default endpoint
+    if agent_role is None:
+        fail("no agent under test: give --model (or [roles.agent] model in cirrus.toml), --agent-url or --agent")
+    agent_options = agent_role
+    # [agent] describes your agent: its label is not a baseline's (an explicit --agent-label always counts)
+    label = agent_label or (your_agent.label if your_agent is not None and not (
+        source is None and agent_options.model.startswith("baseline:")) else None)
     judge = role("judge", ",".join(judge_model) if judge_model else None, judge_base_url, judge_api_key_env, {})
     fluency = role("fluency", fluency_model, fluency_base_url, fluency_api_key_env, {})
     if mode == "subtask":  # a subtask run asks no fluency question: no fluency endpoint is used or checked
@@ -147,7 +180,9 @@ def eval_(
     async def main() -> dict:
         with warnings.catch_warnings(record=True) as caught:  # a damaged cache moved aside: said as a warning line
             warnings.simplefilter("always", RuntimeWarning)
-            roles = build_roles(agent, judge, fluency, index, workspace, concurrency=concurrency)
+            roles = build_roles(agent_options, judge, fluency, index, workspace, concurrency=concurrency,
+                                source=source, agent_config=your_agent, agent_label=label,
+                                text_tool_calls=text_tool_calls)
         for caught_warning in caught:
             if issubclass(caught_warning.category, RuntimeWarning):
                 warn(str(caught_warning.message))
@@ -175,8 +210,22 @@ def eval_(
         if selfish:
             which = " and ".join({"judge": "the coverage judge", "fluency": "the fluency checker"}[r] for r in selfish)
             warn(f"the run grades the agent with itself: {which} {'is' if len(selfish) == 1 else 'are'} the agent's "
-                 f"own model {agent.model!r} at the same endpoint, so its scores are self-graded (recorded as "
+                 f"own model {agent_options.model!r} at the same endpoint, so its scores are self-graded (recorded as "
                  f"self_judged in run.json and summary.json); {SELF_JUDGED_HINT}")
+        describe = getattr(roles.agent, "describe", None)
+        if describe is not None:  # an agent service: checked, and what it says of itself recorded in run.json
+            try:
+                await describe()
+            except InfrastructureError as exc:
+                await roles.aclose()
+                raise PreflightError(str(exc)) from None
+            roles.details.update({k: v for k, v in roles.agent.details().items() if v is not None})
+        served = contextlib.ExitStack()
+        if tool_server:  # the agent calls its tools itself, here, for the run's length
+            from cirrus.tools.server import serve_tools
+
+            roles.agent.tool_server = served.enter_context(serve_tools(workspace, index=index))
+            note(f"tool server for the agent at {roles.agent.tool_server.url}")
         try:
             settings = EvalSettings(workspace=workspace, run_id=run_id, runs=max(runs, pass_k), pass_k=pass_k,
                                     concurrency=concurrency, limit=limit, progress=not quiet,
@@ -186,6 +235,7 @@ def eval_(
                                   preflight=lambda: check_endpoints(roles.clients, warn), notify=note)
         finally:
             await roles.aclose()
+            served.close()
 
     try:
         index = TaskIndex.scan(workspace, limit)

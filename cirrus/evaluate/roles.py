@@ -81,6 +81,9 @@ class Roles:
         return True
 
     async def aclose(self) -> None:
+        close = getattr(self.agent, "aclose", None)  # an agent service's HTTP client
+        if close is not None:
+            await close()
         if self.pool is not None:
             await self.pool.aclose()
 
@@ -136,21 +139,94 @@ def panel_members(model: str) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class AgentSource:
+    """An agent under test that is not a model Cirrus prompts itself: a
+    service speaking the agent protocol (``url``, docs/agent-protocol.md) or
+    a Python factory (``spec``, ``package.module:factory``)."""
+
+    url: str | None = None
+    auth_env: str | None = None
+    auth_header: str = "Authorization"
+    spec: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # [roles.agent] timeout, max_retries, rpm, concurrency, ...
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.spec is None):
+            raise RoleError("give the agent as a service (--agent-url) or as a Python factory (--agent), not both")
+
+
+_HTTP_PARAMS = ("timeout", "max_retries", "retry_initial_wait", "retry_max_wait", "rpm", "concurrency")
+
+
+def _tool_view_of(tasks: Iterable[dict[str, Any]], config: Any) -> Any:
+    """The function giving a task's tools as the agent knows them
+    (:func:`cirrus.agents.config.tool_view`) under ``config``: the
+    workspace's whole tool set, or the ticket's own."""
+    from cirrus.agents.config import AgentConfig, tool_view, workspace_tools
+    from cirrus.tool_matching import matching_from_schemas
+
+    config = config or AgentConfig()
+    everything = workspace_tools(tasks) if config.tool_set == "workspace" else []
+    rules = matching_from_schemas(everything)
+    tool_view(everything, config, rules)  # a config naming tools the workspace lacks fails here, before the run
+
+    def view_of(task: dict[str, Any]) -> Any:
+        tools = everything if config.tool_set == "workspace" else task.get("tools") or []
+        return tool_view(tools, config, matching_from_schemas(tools))
+
+    return view_of
+
+
+def _source_agent(source: AgentSource, tasks: Iterable[dict[str, Any]], workspace: Path, config: Any,
+                  concurrency: int | None) -> Agent:
+    from cirrus.agents.config import AgentConfigError
+
+    try:
+        view_of = _tool_view_of(tasks, config)
+    except AgentConfigError as exc:
+        raise RoleError(str(exc)) from None
+    if source.url is not None:
+        from cirrus.agents.http_agent import HttpAgent, HttpAgentConfig
+
+        try:
+            http = HttpAgentConfig(source.url, auth_env=source.auth_env, auth_header=source.auth_header,
+                                   max_rounds=config.max_model_calls if config is not None else 8,
+                                   **{k: v for k, v in source.params.items() if k in _HTTP_PARAMS and v is not None})
+        except ValueError as exc:
+            raise RoleError(f"--agent-url: {exc}") from None
+        return HttpAgent(http, ceiling=concurrency, tool_view=view_of)
+    from cirrus.agents.loader import AgentLoadError, load_agent
+
+    try:
+        return load_agent(str(source.spec), tool_view=view_of, workspace=workspace, tasks=list(tasks))
+    except AgentLoadError as exc:
+        raise RoleError(str(exc)) from None
+
+
 def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOptions | None,
                 tasks: Iterable[dict[str, Any]], workspace: Path, *, concurrency: int | None = None,
-                domain: Domain | None = None) -> Roles:
+                domain: Domain | None = None, source: AgentSource | None = None,
+                agent_config: Any = None, agent_label: str | None = None, text_tool_calls: bool = False) -> Roles:
     """``tasks`` is read only by the retrieval baseline (its reply index).
     ``domain``: the business the agent's default system prompt and the
     judges' prompts name (default: :func:`cirrus.domain.workspace_domain`,
-    ``[domain]`` of cirrus.toml or the workspace manifest's).
+    ``[domain]`` of cirrus.toml or the workspace manifest's).  ``source``:
+    an agent service or Python factory under test instead of a model
+    (``agent`` then only names it; the judge defaults to ``local``, as for a
+    baseline); ``agent_config``: the ``[agent]`` section
+    (:class:`cirrus.agents.config.AgentConfig`), its digest and label
+    recorded with the run; ``agent_label``: the agent's version, recorded;
+    ``text_tool_calls``: a model agent reads tool calls written as text
+    (:mod:`cirrus.agents.text_tool_calls`).
     ``concurrency`` (``cirrus eval --concurrency``) is the ceiling of every
     endpoint's adaptive window of requests in flight (docs/concurrency.md).
     A judge model naming several models (``"a,b,c"``) is a judge panel
     (:class:`cirrus.judges.panel.JudgePanel`) whose members share the judge's
     endpoint, key and parameters; the fluency checker then defaults to its
     first member."""
-    is_baseline = agent.model.startswith("baseline:")
-    if is_baseline and agent.model not in BASELINES:
+    is_baseline = agent.model.startswith("baseline:") or source is not None
+    if source is None and is_baseline and agent.model not in BASELINES:
         raise RoleError(f"unknown baseline {agent.model!r}; choose one of {', '.join(BASELINES)}")
     judge = judge or RoleOptions(LOCAL if is_baseline else agent.model)
     members = panel_members(judge.model)
@@ -180,15 +256,27 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                                                             option_prefix=prefix, **{"name": name, **options.params}))
         return clients[name]
 
-    if agent.model == "baseline:oracle":
-        agent_part: Agent = OracleAgent()
+    if source is not None:
+        agent_part: Agent = _source_agent(source, tasks, workspace, agent_config, concurrency)
+    elif agent.model == "baseline:oracle":
+        agent_part = OracleAgent()
     elif agent.model == "baseline:retrieval":
         agent_part = RetrievalAgent(tasks)
     else:
+        from cirrus.agents.config import AgentConfigError
         from cirrus.agents.openai_agent import OpenAIAgent
         from cirrus.agents.prompts import agent_system_prompt
 
-        agent_part = OpenAIAgent(client(agent, "agent"), system_prompt=agent_system_prompt(domain))
+        view_of = None
+        if agent_config is not None:  # your prompt, tool set and names; without [agent] the ticket's own tools
+            try:
+                view_of = _tool_view_of(tasks, agent_config)
+            except AgentConfigError as exc:
+                raise RoleError(str(exc)) from None
+        agent_part = OpenAIAgent(client(agent, "agent"), system_prompt=agent_system_prompt(domain),
+                                 config=agent_config, tool_view_of=view_of, domain=domain.text(),
+                                 text_tool_calls=text_tool_calls or bool(agent_config and agent_config.text_tool_calls),
+                                 **({"max_model_calls": agent_config.max_model_calls} if agent_config else {}))
     def coverage_judge(model: str, name: str) -> CoverageJudge:
         if model == LOCAL:
             return LocalCoverageJudge()
@@ -216,6 +304,9 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
         fluency_part = LLMFluencyChecker(client(fluency, "fluency"), system_prompt=prompts.fluency_system(domain))
     fingerprint = {"agent_role": _fingerprint(agent_part), "judge_role": _fingerprint(judge_part),
                    "fluency_role": _fingerprint(fluency_part)}
+    if agent_config is not None and agent.model not in BASELINES:  # what the agent sees under [agent] (not its
+        # label): a resume must keep it; the offline baselines read none of it
+        fingerprint["agent_config"] = agent_config.digest()
     if isinstance(judge_part, LocalCoverageJudge):
         fingerprint["judge_role"] = {"name": judge_part.name,
                                      "thresholds": [judge_part.key_threshold, judge_part.word_threshold]}
@@ -226,6 +317,11 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
                "judge_api_key_env": judge.api_key_env,
                # what the prompts were told of the business (cirrus.domain); its text is in their hashes
                **({"domain": domain.to_dict()} if domain.is_set else {})}
+    if agent_label:  # --agent-label or [agent] label: the agent's version, for cirrus report
+        details["agent_label"] = agent_label
+    agent_details = getattr(agent_part, "details", None)
+    if callable(agent_details):  # an agent service or factory: its kind, URL (masked), version
+        details.update({key: value for key, value in agent_details().items() if value is not None})
     selfish = self_judged_roles(clients)
     details["self_judged"] = bool(selfish)
     details["self_judged_roles"] = selfish

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from cirrus import __version__
+from cirrus.agents.config import replay_matching
 from cirrus.evaluate.failures import failure_of
 from cirrus.evaluate.run_settings import EvalSettings, budget, usage_and_cost
 from cirrus.evaluate.scheduler import Schedule, run_attempts
@@ -129,7 +130,7 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
     async def walk_attempt(task: dict[str, Any], attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
         result, error = None, None
         try:
-            with ToolReplayer.for_task(settings.workspace, task) as replayer:
+            with ToolReplayer.for_task(settings.workspace, task, replay_matching(agent, task)) as replayer:
                 result = await walk(task, agent, judge, fluency, replayer, attempt)
         except EndpointError:
             raise  # a missing or refused key: every attempt would fail the same way

@@ -250,7 +250,9 @@ async def run_subtasks(task: dict[str, Any], agent: Agent, judge: CoverageJudge,
         histories = reference_histories(task, history_replay,
                                         at_checkpoint=lambda _: positions.append(history_replay.position()))
     results: list[SubtaskResult] = []
-    with ToolReplayer.for_task(workspace, task) as replayer:
+    from cirrus.agents.config import replay_matching
+
+    with ToolReplayer.for_task(workspace, task, replay_matching(agent, task)) as replayer:
         for number, (checkpoint, history) in enumerate(zip(task["checkpoints"], histories), 1):
             results.append(await _run_subtask(task, number, checkpoint, history, positions[number - 1], replayer,
                                               agent, judge, attempt, system_prompt))

@@ -46,6 +46,8 @@ _COMPARED: tuple[tuple[str, Any, bool], ...] = (
     ("K (--pass-k)", lambda run: run.k, False),
     ("dataset hash", lambda run: run.dataset, False),
     ("agent prompt hash", lambda run: _role_hash(run, "agent_role"), True),
+    ("agent configuration ([agent] of cirrus.toml or --agent-config)",
+     lambda run: _fingerprint(run).get("agent_config") or "none", False),
     ("Cirrus version", lambda run: run.summary.get("cirrus_version") or _fingerprint(run).get("cirrus"), False),
 )
 
@@ -64,9 +66,12 @@ def comparability_warnings(runs: Sequence[Any], k: int | None = None) -> list[st
                 values = {r: v for r, v in values.items() if v is not None}
             if len(values) < 2 or len({str(v) for v in values.values()}) < 2:
                 continue
-            shown = ", ".join(f"{r}: {'unknown' if v is None else (str(v)[:12] if 'hash' in what else v)}"
+            shown = ", ".join(f"{r}: {'unknown' if v is None else (str(v)[:12] if 'hash' in what or 'config' in what else v)}"
                               for r, v in values.items())
             text = f"the runs differ in {what} ({shown}): their scores are not directly comparable"
+            if what.startswith("agent"):
+                text = (f"the runs differ in {what} ({shown}): they evaluate different agent setups, so the scores "
+                        f"compare the setups (as intended when comparing agent versions), not the models alone")
             if what.startswith("K"):
                 text += (f"; pass@K and pass^K are computed with K={k} for every run (--k)" if k is not None else
                          "; pass@K and pass^K are each run's own K, labelled per run (use --k N for one K)")

@@ -101,6 +101,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("cost_judge", F64, "The coverage judge's cost, as cost_agent (`cost.judge`, `usage.judge`, `fingerprint.judge_role.model`; a judge panel of different models is priced per member from the `usage` of `attempts.jsonl`); 0 for the local judge; null for runs without `usage`. Added after version 2 was released (same version)."),
         Column("cost_fluency", F64, "The fluency checker's cost, as cost_agent (`cost.fluency`, `usage.fluency`, `fingerprint.fluency_role.model`); null for runs without `usage`. Added after version 2 was released (same version)."),
         Column("cost_per_success", F64, "cost_total / successful (task, attempt) pairs (ok rows with `success`): what one solved conversation cost; null when unknown or nothing succeeded. Added after version 2 was released (same version)."),
+        Column("agent_label", STR, "Your agent's version (`cirrus eval --agent-label`, or `label` of `[agent]`; `agent_label` of `run.json`); null when not given. Added after version 2 was released (same version)."),
     ),
     "breakdown": (_VERSION, _RUN, _MODEL, _DIMENSION, _SEGMENT, _ORDER, _K, *_TASK_GROUP_COLUMNS),
     "breakdown_reply_type": (

@@ -562,6 +562,7 @@ def leaderboard(runs: Sequence[Run], k: int | None = None,
             *(pl.lit(cost.roles.get(role), dtype=pl.Float64).alias(f"cost_{role}") for role in COST_ROLES),
             pl.lit(total / successes if total is not None and successes else None,
                    dtype=pl.Float64).alias("cost_per_success"),
+            pl.lit(run.config.get("agent_label"), dtype=pl.Utf8).alias("agent_label"),
         ))
     return conform(pl.concat(rows, how="diagonal_relaxed"), "leaderboard")
 
