@@ -253,7 +253,7 @@ def test_fingerprint_and_details():
     assert agent.name == "helpdesk-bot" and agent.offline is False
     assert agent.fingerprint() == {"kind": "http", "url": "http://127.0.0.1:9/agent", "protocol": "cirrus-agent/1",
                                    "max_rounds": 3}
-    assert HttpAgent(HttpAgentConfig("http://127.0.0.1:9/agent")).name == "http:http://127.0.0.1:9/agent"
+    assert HttpAgent(HttpAgentConfig("http://127.0.0.1:9/agent")).name == "agent@127.0.0.1:9/agent"
     for bad in ("ftp://host/x", "not a url", "http:///path", "http://[bad"):
         with pytest.raises(ValueError, match="not an http"):
             HttpAgentConfig(bad)

@@ -114,12 +114,20 @@ def test_your_prompt_tools_and_names_replay_and_score(workspace):
     board = pl.read_parquet(workspace / "reports/_compare/mine+base/leaderboard.parquet")
     assert board.select("run_id", "agent_label").rows() == [("mine", "v2.3"), ("base", None)]
     assert "differ in agent configuration" in " ".join(report.output.split())
+    page = (workspace / "reports/_compare/mine+base/report.html").read_text(encoding="utf-8")
+    assert '<span class="muted" title="agent label">v2.3</span>' in page
     # a resume with another [agent] is refused: the agent would see something else
     (workspace / "cirrus.toml").write_text(AGENT_TOML.replace('knowledge = "none"', 'knowledge = "system"'))
     with ChatServer(rule=your_model) as server:
         again = run(workspace, "--model", "mine", "--base-url", server.base_url, "--api-key-env", "YOUR_KEY",
                     "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", "mine")
     assert again.exit_code == 2 and "agent_config" in again.output
+    # a template using a variable it does not have fails before the run, naming the ones it may use
+    (workspace / "cirrus.toml").write_text(AGENT_TOML.replace("{{ domain }}", "{{ reference_reply }}"))
+    bad = run(workspace, "--model", "mine", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "YOUR_KEY",
+              "--judge-model", "local", "--run-id", "bad")
+    assert bad.exit_code == 2 and "'reference_reply' is undefined" in bad.output
+    assert not (workspace / "reports/bad").exists()
 
 
 def test_an_agent_service_and_a_python_factory_from_the_command_line(workspace):

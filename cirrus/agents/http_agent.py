@@ -83,7 +83,8 @@ class HttpAgentConfig:
     in seconds; ``max_retries`` counts retries after the first try;
     ``rpm``/``concurrency`` bound requests per minute and in flight
     (``None``: unbounded); ``max_rounds`` the POSTs of one turn.  ``name``
-    is the agent's name in the run (default ``http:<URL shown>``)."""
+    is the agent's name in the run (default ``agent@<host:port/path>``, the
+    URL shown without its scheme)."""
 
     url: str
     name: str | None = None
@@ -178,7 +179,7 @@ class HttpAgent:
                  tool_view: ToolViewOf | None = None) -> None:
         self.config = config
         self.tool_view = tool_view
-        self.name = config.name or f"http:{config.shown_url}"
+        self.name = config.name or f"agent@{config.shown_url.split('://', 1)[-1]}"
         self.ceiling = ceiling
         self.auth_option = auth_option
         self.session_prefix = session_prefix

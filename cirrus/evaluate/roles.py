@@ -178,6 +178,17 @@ def _tool_view_of(tasks: Iterable[dict[str, Any]], config: Any) -> Any:
     return view_of
 
 
+def _check_template(config: Any, tasks: Iterable[dict[str, Any]], view_of: Any, domain: Domain) -> None:
+    """Render ``[agent]``'s prompt template for the first task, so that a
+    variable it does not know fails before the run, not in every attempt."""
+    from cirrus.agents.config import render_template, template_context
+
+    template = config.template_text()
+    first = next(iter(tasks), None)
+    if template is not None and first is not None:
+        render_template(template, template_context(first, view_of(first).schemas, domain.text()))
+
+
 def _source_agent(source: AgentSource, tasks: Iterable[dict[str, Any]], workspace: Path, config: Any,
                   concurrency: int | None) -> Agent:
     from cirrus.agents.config import AgentConfigError
@@ -271,6 +282,7 @@ def build_roles(agent: RoleOptions, judge: RoleOptions | None, fluency: RoleOpti
         if agent_config is not None:  # your prompt, tool set and names; without [agent] the ticket's own tools
             try:
                 view_of = _tool_view_of(tasks, agent_config)
+                _check_template(agent_config, tasks, view_of, domain)
             except AgentConfigError as exc:
                 raise RoleError(str(exc)) from None
         agent_part = OpenAIAgent(client(agent, "agent"), system_prompt=agent_system_prompt(domain),

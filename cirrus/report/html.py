@@ -862,7 +862,8 @@ def _leaderboard_rows(board: pl.DataFrame, cis: Mapping[tuple[str, str, str, str
         run = row["run_id"]
         cost = None if row.get("cost_total") is None else f"{row['cost_total']:.4f} {row.get('currency') or ''}"
         rows.append({
-            "run_id": run, "model": row.get("model"), "k": row.get("k"), "tasks": row.get("n_tasks"),
+            "run_id": run, "model": row.get("model"), "agent_label": row.get("agent_label"), "k": row.get("k"),
+            "tasks": row.get("n_tasks"),
             "errors": row.get("errors"),
             "sr_pass1": with_ci(run, "sr_pass1", row.get("sr_pass1")),
             "sr_pass_at_k": with_ci(run, "sr_pass_at_k", row.get("sr_pass_at_k")),
