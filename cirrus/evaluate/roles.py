@@ -86,6 +86,9 @@ class Roles:
             await close()
         if self.pool is not None:
             await self.pool.aclose()
+            cache = getattr(self.pool, "cache", None)  # opened for these roles: closed with them, not at exit
+            if cache is not None:
+                cache.close()
 
 
 @dataclass(frozen=True)
