@@ -97,7 +97,7 @@ class Waits:
 @pytest.fixture
 def waits(monkeypatch) -> Waits:
     recorded = Waits()
-    monkeypatch.setattr(chat_module, "AsyncRetrying", recorded.retrying)
+    monkeypatch.setattr(retry_module, "AsyncRetrying", recorded.retrying)  # the shared retry loop (send_with_retries)
     for module in (chat_module, limits_module, retry_module):  # the package's modules that read the clock
         monkeypatch.setattr(module, "time", recorded.time)
     for module in (chat_module, limits_module):

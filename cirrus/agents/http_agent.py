@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
+from tenacity import RetryCallState, wait_exponential_jitter
 
 import cirrus.llm
 from cirrus import __version__
@@ -54,14 +54,15 @@ from cirrus.agents.python_agent import add_note
 from cirrus.agents.recording import RecordingTools, ToolViewOf, agent_view
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client.errors import _MalformedAnswer, _TriedTooLong
-from cirrus.llm.client.limits import MAX_CROWDED_TRIES, AdaptiveLimiter, RateLimiter
+from cirrus.llm.client.limits import AdaptiveLimiter, RateLimiter
 from cirrus.llm.client.retry import (
     MAX_RETRY_AFTER,
     REFUSED_MAX_WAIT,
     RETRY_STATUSES,
-    _stop_refused,
+    Tries,
     connection_refused,
     retry_after,
+    send_with_retries,
 )
 from cirrus.llm.providers import EndpointError, ModelAuthError, shown_url
 from cirrus.replay import ToolReplayer
@@ -380,37 +381,23 @@ class HttpAgent:
         """Run ``request(client)`` under the retry rules; ``read`` turns a 2xx
         answer into the result (a :class:`_MalformedAnswer` is retried)."""
         client, limiter = self._state()
-        attempts = 0
-        crowded = 0
-        tries = self.config.max_retries + 1
+        tries = Tries()
 
-        def spent(state: RetryCallState) -> bool:
-            return (state.attempt_number - crowded >= tries or state.attempt_number >= tries + MAX_CROWDED_TRIES
-                    or _stop_refused(state))
+        def sent() -> None:
+            self.requests += 1
 
-        retrying = AsyncRetrying(retry=retry_if_exception(_retryable), stop=spent, wait=self._wait, reraise=True)
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    slot = limiter.slot()
-                    try:
-                        async with slot:
-                            self.requests += 1
-                            response = await self._try(client, request)
-                    except BaseException:
-                        crowded += bool(getattr(slot, "crowded", False))
-                        raise
-                    return read(response) if read is not None else response
+            return await send_with_retries(lambda: self._try(client, request), read or (lambda response: response),
+                                           limiter=limiter, max_retries=self.config.max_retries,
+                                           retryable=_retryable, wait=self._wait, tries=tries, on_send=sent)
         except _AgentStatus as exc:
             if exc.status_code in (401, 403):
                 raise self._auth_error(exc.status_code) from None
             if read is None and exc.status_code in NO_INFO_STATUSES:
                 raise
-            raise self._failure(exc, attempts) from exc
+            raise self._failure(exc, tries.attempts) from exc
         except (httpx.TransportError, _MalformedAnswer, _TriedTooLong) as exc:
-            raise self._failure(exc, attempts) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+            raise self._failure(exc, tries.attempts) from exc
 
     async def _try(self, client: httpx.AsyncClient, request: Any) -> httpx.Response:
         """One try within ``timeout`` as a whole; an error status raised."""

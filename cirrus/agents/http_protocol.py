@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from cirrus import strict_json
+from cirrus.llm.client.results import assistant_message
 
 PROTOCOL = "cirrus-agent/1"
 SCHEMAS = {"request": "agent-request.schema.json", "response": "agent-response.schema.json",
@@ -136,12 +137,7 @@ class AgentAnswer:
 
     def assistant_message(self) -> dict[str, Any]:
         """The answer as the assistant message of the conversation sent next."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        elif message["content"] is None:
-            message["content"] = ""
-        return message
+        return assistant_message(self.content, self.tool_calls)
 
 
 def read_json(body: bytes) -> Any:

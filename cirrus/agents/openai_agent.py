@@ -53,6 +53,7 @@ from cirrus.agents.config import AgentConfig, ToolView, render_template, templat
 from cirrus.agents.text_tool_calls import read_text_tool_calls
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client import ChatClient, ChatResult
+from cirrus.llm.client.results import assistant_message
 from cirrus.replay import NoRecordedResult, ToolReplayer
 from cirrus.tool_matching import without_rules
 
@@ -208,12 +209,7 @@ class OpenAIAgent:
                 calls, form, text = written.openai_calls(f"text-{number}"), written.form, written.rest
             else:
                 turn.notes.append(notes.note(notes.TOOL_CALL_AS_TEXT, number, **details))
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        if calls:
-            message["tool_calls"] = calls
-        elif message["content"] is None:
-            message["content"] = ""
-        return _Answer(message, text, calls, form)
+        return _Answer(assistant_message(text, calls), text, calls, form)
 
     @staticmethod
     def _run_tool(tool_call: dict[str, Any], replayer: ToolReplayer, turn: AgentTurn, *,

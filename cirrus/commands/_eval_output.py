@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cirrus.commands._common import EXIT_BUDGET, console, out
+from cirrus.report.subtask import fmt_value
 
 if TYPE_CHECKING:
     from cirrus.estimate import Estimate
@@ -114,11 +115,6 @@ def print_summary(summary: dict, directory: Path) -> None:
             console.print(f"  ... and {len(reasons) - 10} other reasons (cirrus show {directory.name})")
 
 
-def _fmt_subtask(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
 
 def print_subtask_summary(summary: Mapping[str, Any], directory: Path) -> None:
     """``cirrus eval --mode subtask``'s closing table."""
@@ -131,7 +127,7 @@ def print_subtask_summary(summary: Mapping[str, Any], directory: Path) -> None:
         ("ATSA", summary["atsa"]), ("ATEV", summary["atev"]), ("ARR", summary["arr"]),
         ("AMTL", summary["amtl"]), ("judge", summary["judge"])]
     for name, value in rows:
-        table.add_row(name, _fmt_subtask(value))
+        table.add_row(name, fmt_value(value))
     out.print(table)
     if summary.get("offline_heuristics"):
         console.print(f"[yellow]note:[/] offline heuristics used for: {', '.join(summary['offline_heuristics'])}; "

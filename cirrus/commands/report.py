@@ -16,6 +16,7 @@ from rich.table import Table
 from cirrus.commands._common import EXIT_FAILED, console, fail
 from cirrus.commands._common import out as stdout
 from cirrus.report.command import DEFAULT_N_BOOT, DEFAULT_SEED
+from cirrus.report.subtask import fmt_value
 
 if TYPE_CHECKING:
     import polars as pl
@@ -56,13 +57,6 @@ def report(
         console.print(f"[yellow]warning:[/] {escape(warning)}")  # a warning may name [prices."model"]
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
 
 def print_report(result: dict[str, Any]) -> None:
     """The walk runs' tables of a :func:`~cirrus.report.command.report_command`
@@ -80,7 +74,7 @@ def print_report(result: dict[str, Any]) -> None:
 
     def with_ci(run_id: str, metric: str, value: float | None) -> str:
         low, high = cis.get((run_id, metric), (None, None))
-        return _fmt(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+        return fmt_value(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
 
     table = Table(title=f"cirrus report -> {result['out_dir']}")
     # runs may differ in K: every pass@K and pass^K cell names its run's K
@@ -93,8 +87,8 @@ def print_report(result: dict[str, Any]) -> None:
                        else f"{row['cost_per_success']:.4f} {row['currency'] or ''}".rstrip())
         table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
                       with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
-                      f"{_fmt(row['sr_pass_at_k'])} (K={row['k']})", f"{_fmt(row['pass_hat_k'])} (K={row['k']})",
-                      with_ci(row["run_id"], "atpr", row["atpr"]), _fmt(row["amtl"], 1), cost, per_success)
+                      f"{fmt_value(row['sr_pass_at_k'])} (K={row['k']})", f"{fmt_value(row['pass_hat_k'])} (K={row['k']})",
+                      with_ci(row["run_id"], "atpr", row["atpr"]), fmt_value(row["amtl"], 1), cost, per_success)
     stdout.print(table)
     pairs = result["paired"]
     if pairs is not None and not pairs.is_empty():
@@ -103,9 +97,9 @@ def print_report(result: dict[str, Any]) -> None:
             diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
                                   overflow="fold")
         for row in pairs.filter(pl.col("metric").is_in(["sr_pass1", "atpr"])).iter_rows(named=True):
-            interval = "-" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
-            diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), _fmt(row["diff"]),
-                               interval, _fmt(row["p_value"], 4), _fmt(row["mdd"]))
+            interval = "-" if row["ci_low"] is None else f"[{fmt_value(row['ci_low'])}, {fmt_value(row['ci_high'])}]"
+            diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), fmt_value(row["diff"]),
+                               interval, fmt_value(row["p_value"], 4), fmt_value(row["mdd"]))
         stdout.print(diff_table)
     if result.get("failures") is not None:
         _print_failures(result["failures"], stdout)
@@ -132,7 +126,7 @@ def _print_failures(failures: pl.DataFrame, stdout: Any) -> None:
         values = []
         for run_id in runs:
             row = cells.get((run_id, failure))
-            values.append("-" if row is None else f"{row['count']} ({_fmt(row['share'] or 0.0, 2)})")
+            values.append("-" if row is None else f"{row['count']} ({fmt_value(row['share'] or 0.0, 2)})")
         table.add_row(failure, *values)
     totals = {row["run_id"]: row["n_failed"] for row in overall.iter_rows(named=True)}
     table.add_row("failed turns", *(str(totals.get(run_id, 0)) for run_id in runs))

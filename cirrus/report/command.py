@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cirrus.report.comparability import comparability_warnings
+from cirrus.report.subtask import fmt_value
 from cirrus.report.writing import REPORT_DISK_FULL_ADVICE, REPORT_FILE, default_out_dir, write_parquet
 
 # polars, numpy and the table code are imported when a report is made, so
@@ -243,14 +244,7 @@ def noise_lines(paired_table: pl.DataFrame | None, metric: str = "sr_pass1") -> 
     for row in paired_table.filter((pl.col("metric") == metric) & pl.col("within_noise")).iter_rows(named=True):
         reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
                               row["confidence"])
-        lines.append(f"{METRIC_TITLES.get(metric, metric)}: {row['run_a']} {_fmt(row['estimate_a'])} vs "
-                     f"{row['run_b']} {_fmt(row['estimate_b'])}: within the noise ({reason})")
+        lines.append(f"{METRIC_TITLES.get(metric, metric)}: {row['run_a']} {fmt_value(row['estimate_a'])} vs "
+                     f"{row['run_b']} {fmt_value(row['estimate_b'])}: within the noise ({reason})")
     return lines
 
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)

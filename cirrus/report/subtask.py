@@ -220,7 +220,7 @@ def by_reply_type(rows: Sequence[Mapping[str, Any]], k: int, **bootstrap: Any) -
 class SubtaskRun:
     """A finished subtask run: ``rows`` of its ``subtasks.parquet`` (dicts),
     ``summary.json`` and ``run.json`` as read.  Has what
-    :func:`cirrus.report.command.comparability_warnings` reads."""
+    :func:`cirrus.report.comparability.comparability_warnings` reads."""
 
     run_id: str
     directory: Path
@@ -413,7 +413,8 @@ def subtask_manifest(runs: Sequence[SubtaskRun]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def fmt_value(value: Any, digits: int = 3) -> str:
+    """A table cell of the terminal: ``-`` for no value, a float to ``digits``."""
     if value is None:
         return "-"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
@@ -424,7 +425,7 @@ def interval_text(value: Any, low: Any, high: Any, digits: int = 3) -> str:
     if value is None:
         return "-"
     if low is None or high is None:
-        return _fmt(value, digits)
+        return fmt_value(value, digits)
     if digits == 3:
         return f"{value:.3f} [{low:.2f}, {high:.2f}]"
     return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
@@ -515,5 +516,6 @@ def figure6_svg(frame: Any) -> str | None:
 __all__ = ["ALL_METRICS", "BY_REPLY_TYPE_FILE", "BY_TOKENS_FILE", "FINE_BANDS", "PAPER_BANDS", "REPLY_TYPE_METRICS",
            "SUBTASK_REPORT_FILES", "TOKEN_BANDS", "TOKEN_BAND_EDGES", "TOKEN_BAND_SCHEMES", "TOKEN_METRICS",
            "SubtaskRun", "TokenBands", "token_bands", "token_warnings", "by_reply_type", "by_tokens",
-           "figure6_svg", "group_rows", "interval_text", "load_subtask_run", "split_modes", "subtask_html_section", "subtask_manifest", "subtask_report",
+           "figure6_svg", "fmt_value", "group_rows", "interval_text", "load_subtask_run", "split_modes",
+           "subtask_html_section", "subtask_manifest", "subtask_report",
            "subtask_tables", "table_views", "task_sums", "token_band", "write_subtask_tables"]

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from openai import APIConnectionError, APIStatusError, AsyncOpenAI, AuthenticationError, PermissionDeniedError
 from openai.types.chat import ChatCompletion
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
+from tenacity import RetryCallState, wait_exponential_jitter
 
 from cirrus.evaluate.types import InfrastructureError
 from cirrus.ingest.cassettes import canonical_json
@@ -26,16 +26,17 @@ from cirrus.llm.client.errors import (
     _StructuredRefused,
     _TriedTooLong,
 )
-from cirrus.llm.client.limits import MAX_CROWDED_TRIES, RateLimiter
+from cirrus.llm.client.limits import RateLimiter
 from cirrus.llm.client.results import ChatResult
 from cirrus.llm.client.retry import (
     MAX_RETRY_AFTER,
     REFUSED_MAX_WAIT,
+    Tries,
     _describe_error,
     _retryable,
-    _stop_refused,
     connection_refused,
     retry_after,
+    send_with_retries,
     structured_output_refused,
 )
 from cirrus.llm.client.roles import RoleConfig
@@ -275,40 +276,29 @@ class ChatClient:
         if self.batch is not None:
             return self.batch.answer(self, payload)
         started = time.perf_counter()
-        attempts = 0
-        crowded = 0  # tries refused only because the endpoint was crowded (not charged, up to MAX_CROWDED_TRIES)
+        tries = Tries()
         retryable = _retryable if refusal is None else (lambda exc: _retryable(exc) and not refusal(exc))
 
-        def spent(state: RetryCallState) -> bool:
-            tries = self.role.max_retries + 1
-            return (state.attempt_number - crowded >= tries or state.attempt_number >= tries + MAX_CROWDED_TRIES
-                    or _stop_refused(state))
+        def sent() -> None:
+            self.requests += 1
 
-        retrying = AsyncRetrying(retry=retry_if_exception(retryable), stop=spent, wait=self._wait, reraise=True)
+        def finish(completion: Any) -> ChatResult:
+            result = self._scrubbed(self._answer(completion, time.perf_counter() - started, tries.attempts))
+            record_usage(self.role.name or "agent", result.usage(payload))
+            return result
+
         try:
-            async for attempt in retrying:
-                with attempt:
-                    attempts += 1
-                    slot = self.limiter.slot()  # each try waits for room; an AdaptiveLimiter learns its outcome
-                    try:
-                        async with slot:
-                            self.requests += 1
-                            completion = await self._post(payload)
-                    except BaseException:
-                        crowded += bool(getattr(slot, "crowded", False))
-                        raise
-                    result = self._scrubbed(self._answer(completion, time.perf_counter() - started, attempts))
-                    record_usage(self.role.name or "agent", result.usage(payload))
-                    return result
+            return await send_with_retries(lambda: self._post(payload), finish, limiter=self.limiter,
+                                           max_retries=self.role.max_retries, retryable=retryable, wait=self._wait,
+                                           tries=tries, on_send=sent)
         except (AuthenticationError, PermissionDeniedError) as exc:
             raise self._auth_error(exc) from None
         except APIStatusError as exc:
             if refusal is not None and refusal(exc):
                 raise _StructuredRefused(exc) from exc
-            raise self._infrastructure_error(exc, attempts) from exc
+            raise self._infrastructure_error(exc, tries.attempts) from exc
         except (APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
-            raise self._infrastructure_error(exc, attempts) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+            raise self._infrastructure_error(exc, tries.attempts) from exc
 
     def _answer(self, completion: Any, latency_s: float, attempts: int) -> ChatResult:
         """The :class:`ChatResult` of a 200 answer.  One that is a JSON

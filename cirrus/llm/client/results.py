@@ -14,6 +14,17 @@ from cirrus.llm.client.errors import _MalformedAnswer, _snippet
 from cirrus.usage import Usage, call_usage
 
 
+def assistant_message(content: str | None, tool_calls: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """An OpenAI assistant message: its text (null when empty and there are
+    tool calls, "" when there are none) and its tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    elif message["content"] is None:
+        message["content"] = ""
+    return message
+
+
 @dataclass(slots=True)
 class ChatResult:
     """One model answer, reduced to what Cirrus uses (cacheable as JSON)."""
@@ -34,12 +45,7 @@ class ChatResult:
     def assistant_message(self) -> dict[str, Any]:
         """The answer as an OpenAI assistant message for the next request's
         history (reasoning text left out, as providers require)."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        elif message["content"] is None:
-            message["content"] = ""
-        return message
+        return assistant_message(self.content, self.tool_calls)
 
     def output_tokens(self) -> int:
         """Output tokens of this call: ``usage.completion_tokens`` (reasoning

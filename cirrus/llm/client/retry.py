@@ -8,7 +8,9 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from openai import (
     APIConnectionError,
@@ -17,9 +19,10 @@ from openai import (
     AuthenticationError,
     PermissionDeniedError,
 )
-from tenacity import RetryCallState
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from cirrus.llm.client.errors import _MalformedAnswer, _TriedTooLong
+from cirrus.llm.client.limits import MAX_CROWDED_TRIES
 
 RETRY_STATUSES = frozenset({408, 409, 429})  # and every status >= 500
 MAX_RETRY_AFTER = 120.0  # seconds; a longer Retry-After is waited this long
@@ -114,6 +117,54 @@ def connection_refused(exc: BaseException | None) -> bool:
 def _stop_refused(state: RetryCallState) -> bool:
     exc = state.outcome.exception() if state.outcome is not None else None
     return state.attempt_number >= REFUSED_TRIES and connection_refused(exc)
+
+
+_Sent = TypeVar("_Sent")
+_Result = TypeVar("_Result")
+
+
+@dataclass
+class Tries:
+    """How a request's tries went: ``attempts`` made, ``crowded`` of them
+    refused only because the endpoint was crowded (not charged to
+    ``max_retries``, up to :data:`MAX_CROWDED_TRIES` more)."""
+
+    attempts: int = 0
+    crowded: int = 0
+
+
+async def send_with_retries(send: Callable[[], Awaitable[_Sent]], finish: Callable[[_Sent], _Result], *,
+                            limiter: Any, max_retries: int, retryable: Callable[[BaseException], bool],
+                            wait: Callable[[RetryCallState], float], tries: Tries,
+                            on_send: Callable[[], None] | None = None) -> _Result:
+    """``finish(await send())`` under the retry rules shared by model
+    endpoints and agent services: each try waits for a slot of ``limiter``
+    (an adaptive limiter learns from its outcome), ``retryable`` errors are
+    tried again after ``wait``, ``max_retries + 1`` tries in all (crowded
+    tries not counted; a refused connection a few tries only); ``finish``
+    runs outside the slot and may raise a retryable error too (a malformed
+    answer).  The last error is raised; ``tries`` says how many were made."""
+
+    def spent(state: RetryCallState) -> bool:
+        allowed = max_retries + 1
+        return (state.attempt_number - tries.crowded >= allowed or state.attempt_number >= allowed + MAX_CROWDED_TRIES
+                or _stop_refused(state))
+
+    retrying = AsyncRetrying(retry=retry_if_exception(retryable), stop=spent, wait=wait, reraise=True)
+    async for attempt in retrying:
+        with attempt:
+            tries.attempts += 1
+            slot = limiter.slot()
+            try:
+                async with slot:
+                    if on_send is not None:
+                        on_send()
+                    sent = await send()
+            except BaseException:
+                tries.crowded += bool(getattr(slot, "crowded", False))
+                raise
+            return finish(sent)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def retry_after(exc: BaseException | None) -> float | None:
