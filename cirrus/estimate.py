@@ -53,6 +53,8 @@ CoverageRender = Callable[[Sequence[Mapping[str, Any]], str, str, str], str]
 FluencyRender = Callable[[Sequence[Mapping[str, Any]], str], str]
 # (task) -> the agent's system message
 SystemRender = Callable[[Mapping[str, Any]], str]
+# (task) -> the tool schemas the agent is sent
+ToolsOffered = Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
 # (task, checkpoint index 0-based) -> the reference messages of that checkpoint's turn
 ReferenceTurn = Callable[[Mapping[str, Any], int], Messages]
 
@@ -105,12 +107,14 @@ class Estimate:
     currency: str | None = None
     total_cost: float | None = None
     assumptions: tuple[str, ...] = ASSUMPTIONS
+    notes: tuple[str, ...] = ()  # what this estimate leaves out (an agent whose own calls Cirrus cannot see)
 
     def to_dict(self) -> dict[str, Any]:
         return {"tasks": self.tasks, "attempts_per_task": self.attempts, "checkpoints": self.checkpoints,
                 "roles": {name: {"calls": r.calls, "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
                                  "cost": r.cost} for name, r in self.roles.items()},
-                "total_cost": self.total_cost, "currency": self.currency, "assumptions": list(self.assumptions)}
+                "total_cost": self.total_cost, "currency": self.currency, "assumptions": list(self.assumptions),
+                **({"notes": list(self.notes)} if self.notes else {})}
 
 
 def reference_turn(task: Mapping[str, Any], index: int) -> Messages:
@@ -169,7 +173,8 @@ class CassetteTurns:
 
 def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: SystemRender,
                coverage: CoverageRender | None, fluency: FluencyRender | None,
-               reference: ReferenceTurn = reference_turn, jumps: bool = True) -> dict[str, RoleEstimate]:
+               reference: ReferenceTurn = reference_turn, jumps: bool = True,
+               tools_offered: ToolsOffered | None = None) -> dict[str, RoleEstimate]:
     """One attempt's estimated calls and tokens per role (see the module's
     assumptions); ``coverage`` / ``fluency`` ``None``: an offline role, no
     calls; ``jumps=False``: no logical-jump question (a subtask run)."""
@@ -180,7 +185,7 @@ def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: 
         roles["judge"] = RoleEstimate()
     if fluency is not None:
         roles["fluency"] = RoleEstimate()
-    tools = task.get("tools") or []
+    tools = list(tools_offered(task)) if tools_offered is not None else task.get("tools") or []
     fixed = count(system(task)) + (count(json.dumps(tools, ensure_ascii=False)) if tools else 0)
     history: Messages = list(task.get("history") or [])
     history_tokens = sum(message_tokens(m, count) for m in history)
@@ -221,7 +226,8 @@ def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: 
 def estimate(tasks: Iterable[Mapping[str, Any]], attempts: int, count: Callable[[str], int], *,
              system: SystemRender, coverage: CoverageRender | None, fluency: FluencyRender | None,
              models: Mapping[str, str], prices: Mapping[str, Price],
-             reference: ReferenceTurn = reference_turn, jumps: bool = True) -> Estimate:
+             reference: ReferenceTurn = reference_turn, jumps: bool = True,
+             tools_offered: ToolsOffered | None = None, notes: Sequence[str] = ()) -> Estimate:
     """The estimate of a run of ``attempts`` attempts per task.  ``models``
     names the model of every model client (``agent``, ``judge`` or a panel's
     ``judge[1]``, ``judge[2]``, ..., ``fluency``); a role without a client
@@ -233,9 +239,9 @@ def estimate(tasks: Iterable[Mapping[str, Any]], attempts: int, count: Callable[
         n_tasks += 1
         checkpoints += len(task["checkpoints"])
         for role, usage in task_usage(task, count, system=system, coverage=coverage, fluency=fluency,
-                                      reference=reference, jumps=jumps).items():
+                                      reference=reference, jumps=jumps, tools_offered=tools_offered).items():
             per_role[role].add(usage.calls, usage.input_tokens, usage.output_tokens)
-    result = Estimate(n_tasks, attempts, checkpoints)
+    result = Estimate(n_tasks, attempts, checkpoints, notes=tuple(notes))
     currencies: set[str] = set()
     unpriced: set[str] = set()
     costs: list[float] = []
@@ -288,8 +294,15 @@ def renderers(roles: Any) -> dict[str, Any]:
 
         def fluency(history: Sequence[Mapping[str, Any]], next_query: str) -> str:
             return checker.system_prompt + "\n" + checker.user_message(history, next_query)
-    return {"system": lambda task: prompts.system_message(task, agent_prompt), "coverage": coverage,
-            "fluency": fluency, "models": {name: client.model for name, client in roles.clients.items()}}
+    system: SystemRender = getattr(roles.agent, "system_text", None) or \
+        (lambda task: prompts.system_message(task, agent_prompt))
+    notes: list[str] = []
+    if "agent" not in roles.clients and not getattr(roles.agent, "offline", False):
+        notes.append(f"the agent under test ({getattr(roles.agent, 'name', 'your agent')}) calls its models itself: "
+                     "its calls, tokens and cost are not in this estimate")
+    return {"system": system, "tools_offered": getattr(roles.agent, "offered_tools", None), "coverage": coverage,
+            "fluency": fluency, "models": {name: client.model for name, client in roles.clients.items()},
+            "notes": notes}
 
 
 def estimate_run(roles: Any, tasks: Iterable[Mapping[str, Any]], workspace: Any, attempts: int,

@@ -64,7 +64,10 @@ class Event:
     ``text`` is used by customer/agent/system events, ``ocr`` holds the OCR
     text of a customer message's image attachments (merged by canonicalize),
     ``call_id``/``name``/``arguments`` by tool calls, ``call_id``/``content``
-    by tool results.
+    by tool results.  ``context`` marks a system event that tells the agent
+    about the customer (signed-in account, order in view): it is kept through
+    denoising and de-identified, and becomes the task's ``context``
+    (:mod:`cirrus.ingest.context`).
     """
 
     role: str
@@ -75,6 +78,7 @@ class Event:
     name: str | None = None
     arguments: Any = None
     content: Any = None
+    context: bool = False
 
 
 @dataclass(slots=True)
@@ -203,6 +207,9 @@ class Task(_Model):
     knowledge: list[dict[str, str]] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
     history: list[dict[str, Any]] = Field(default_factory=list)
+    # what the ticket's system told the agent about the customer before the
+    # conversation (de-identified lines); left out when there is none
+    context: list[str] | None = Field(default=None, exclude_if=lambda value: not value)
     checkpoints: list[Checkpoint]
     cassette: str | None = None
     stats: TaskStats

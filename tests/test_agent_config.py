@@ -56,7 +56,7 @@ def test_a_config_file_with_or_without_its_table(tmp_path):
 
 
 @pytest.mark.parametrize("table, message", [
-    ({"knowledge": "sidebar"}, "[agent] knowledge: Input should be 'system', 'message' or 'none'"),
+    ({"knowledge": "sidebar"}, "[agent] knowledge: Input should be 'system', 'message', 'tool' or 'none'"),
     ({"tool_set": "all"}, "[agent] tool_set"),
     ({"max_model_calls": 0}, "[agent] max_model_calls"),
     ({"tools": {"QueryOrder": {"match": {"note": "fuzzy"}}}}, "match.note is 'fuzzy'"),

@@ -85,3 +85,37 @@ def test_offline_roles_make_no_calls_and_estimate_prices_and_multiplies() -> Non
     # an offline agent (a baseline) has no client: no agent line at all
     offline = estimate([TASK], 1, words, system=system, coverage=None, fluency=None, models={}, prices=prices)
     assert offline.roles == {} and offline.total_cost is None
+
+
+def test_the_estimate_counts_your_prompt_and_tools_and_says_what_it_cannot_see() -> None:
+    """A configured model agent is estimated with its own rendered prompt and
+    the tools it is offered; an agent that calls its models itself (a
+    service, a Python agent) is named as not estimated."""
+    from types import SimpleNamespace
+
+    from cirrus.agents.config import parse_agent_config, tool_view
+    from cirrus.agents.openai_agent import OpenAIAgent
+    from cirrus.estimate import renderers
+
+    config = parse_agent_config({"system_prompt": "You are the kettle shop's helper. " * 20,
+                                 "knowledge": "tool"}, "agent.toml")
+    client = SimpleNamespace(model="m", role=None)
+    agent = OpenAIAgent(client, config=config,  # type: ignore[arg-type]
+                        tool_view_of=lambda task: tool_view(task.get("tools") or [], config))
+    task = {**TASK, "knowledge": [{"doc_id": "kb-1", "title": "Returns", "text": "30 days."}],
+            "context": ["Plan: Gold"]}
+    parts = renderers(SimpleNamespace(agent=agent, judge=None, fluency=None, clients={"agent": client}))
+    system_text = parts["system"](task)
+    assert "kettle shop's helper" in system_text and "- Plan: Gold" in system_text
+    assert "30 days." not in system_text  # knowledge sits behind the search tool
+    assert [t["function"]["name"] for t in parts["tools_offered"](task)] == ["search_knowledge"]
+    assert parts["notes"] == []
+    with_prompt = estimate([task], 1, words, **parts, prices={})
+    plain = estimate([task], 1, words, system=system, coverage=None, fluency=None, models={"agent": "m"}, prices={})
+    assert with_prompt.roles["agent"].input_tokens > plain.roles["agent"].input_tokens
+
+    service = SimpleNamespace(name="agent@127.0.0.1:8000/agent", offline=False)
+    parts = renderers(SimpleNamespace(agent=service, judge=None, fluency=None, clients={}))
+    result = estimate([TASK], 1, words, **parts, prices={})
+    assert result.notes and "agent@127.0.0.1:8000/agent" in result.notes[0] and "not in this estimate" in result.notes[0]
+    assert result.to_dict()["notes"] == list(result.notes)

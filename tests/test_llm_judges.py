@@ -312,3 +312,19 @@ def test_the_walk_asks_later_checkpoints_as_logical_jumps():
     for _, user in coverage[:3]:
         assert _block(user, "customer_last_message") == "question 1"
     assert [_block(user, "later_customer_message") for _, user in coverage[1:3]] == ["question 2", "question 3"]
+
+
+def test_a_judge_or_fluency_request_longer_than_the_context_says_so():
+    """The judge and the fluency checker meet a real server's context limit
+    as the agent does: an infrastructure error that names it, never a verdict."""
+    from tests.chat_server import Reply
+
+    said = "the request exceeds the available context size, try increasing it"
+    with ChatServer([Reply(status=400, error_message=said)]) as server:
+        with pytest.raises(InfrastructureError, match="exceeded the model's context window") as caught:
+            with_client(server, lambda c: LLMCoverageJudge(c).covers([], "q", "ref", "cand"))
+    assert "HTTP 400" in str(caught.value) and "tokens sent" in str(caught.value)
+    assert len(server.requests) == 1
+    with ChatServer([Reply(status=400, error_message=said)]) as server:
+        with pytest.raises(InfrastructureError, match="exceeded the model's context window"):
+            with_client(server, lambda c: LLMFluencyChecker(c).follows([], "q"))

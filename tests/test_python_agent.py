@@ -190,7 +190,8 @@ def test_the_public_interface_is_importable_from_one_place():
     for name in api.__all__:
         assert hasattr(api, name), name
     assert isinstance(agent_factories.ScriptedAgent(), api.Agent)
-    assert api.PUBLIC_TASK_FIELDS == ("task_id", "category", "channel", "language", "knowledge", "tools", "history")
+    assert api.PUBLIC_TASK_FIELDS == ("task_id", "category", "channel", "language", "knowledge", "tools", "history",
+                                      "context")
 
 
 def test_the_public_view_drops_cirrus_replay_rules():

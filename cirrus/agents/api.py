@@ -15,7 +15,8 @@ message) Cirrus calls it with
 
 * ``request``, a :class:`TurnRequest`: ``request.task`` is the task's public
   view (:func:`public_task`: ``task_id``, ``category``, ``channel``,
-  ``language``, ``knowledge``, ``tools``, ``history``; never the reference
+  ``language``, ``knowledge``, ``tools``, ``history`` and, when the ticket
+  carried some, ``context``: the customer context as lines; never the reference
   replies, the reference tool calls or the checkpoints), ``request.history``
   the conversation so far (OpenAI chat messages, the agent's own earlier
   turns included), ``request.query`` the customer's message to answer,
@@ -60,7 +61,7 @@ API_VERSION = 1
 # the fields of a task an agent may see: everything but the references
 # (checkpoints: queries to come, reference replies and tool calls), the
 # cassette (recorded answers) and ingest's statistics
-PUBLIC_TASK_FIELDS = ("task_id", "category", "channel", "language", "knowledge", "tools", "history")
+PUBLIC_TASK_FIELDS = ("task_id", "category", "channel", "language", "knowledge", "tools", "history", "context")
 
 __all__ = [
     "API_VERSION",

@@ -8,8 +8,9 @@ What a production agent brings that Cirrus's default agent does not:
   (never the reference replies or reference tool calls);
 * where the **knowledge** goes: appended to the system prompt (``system``,
   the default, as Cirrus's own agent does), as a user-visible context message
-  before the conversation (``message``), or nowhere (``none``: an agent that
-  retrieves on its own);
+  before the conversation (``message``), behind a search function the model
+  may call (``tool``: :mod:`cirrus.agents.knowledge_tool`), or nowhere
+  (``none``: an agent that retrieves on its own);
 * the **tool set** it is offered: every tool the workspace knows
   (``workspace``, what a production agent has) or only the tools its own
   ticket called (``ticket``, Cirrus's behaviour before this option);
@@ -52,8 +53,11 @@ TEMPLATE_VARIABLES = {
     "knowledge": "the task's knowledge documents: a list of {doc_id, title, text}",
     "knowledge_text": "the same documents rendered as Cirrus renders them (Markdown sections)",
     "tools": "the tools offered, as the agent sees them: a list of {name, description}",
+    "context": "the customer context the helpdesk showed before the conversation: a list of lines "
+               "(empty when none; a template that uses it places it, else Cirrus appends it)",
+    "context_text": "the same lines rendered as Cirrus renders them (a Markdown list)",
 }
-KNOWLEDGE_PLACES = ("system", "message", "none")
+KNOWLEDGE_PLACES = ("system", "message", "tool", "none")
 TOOL_SETS = ("workspace", "ticket")
 
 
@@ -90,7 +94,10 @@ class AgentConfig(_Strict):
     label: str | None = Field(None, max_length=100)
     system_prompt: str | None = None
     system_prompt_file: Path | None = None
-    knowledge: Literal["system", "message", "none"] = "system"
+    knowledge: Literal["system", "message", "tool", "none"] = "system"
+    # knowledge = "tool": the search function's name and how many passages it returns
+    knowledge_tool: str = Field("search_knowledge", pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    knowledge_top_k: int = Field(3, ge=1, le=20)
     tool_set: Literal["workspace", "ticket"] = "workspace"
     max_model_calls: int = Field(8, ge=1, le=100)
     # read tool calls a model writes as text in its message (cirrus.agents.text_tool_calls); off: noted, judged as text
@@ -118,6 +125,8 @@ class AgentConfig(_Strict):
         configuration (the template's text, not its path; not the label)."""
         data = self.model_dump(mode="json", exclude={"label", "system_prompt_file", "base_dir"})
         data["system_prompt"] = self.template_text()
+        if self.knowledge != "tool":  # meaningless then: configurations made before them keep their digest
+            del data["knowledge_tool"], data["knowledge_top_k"]
         return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
@@ -223,6 +232,9 @@ def tool_view(tools: Iterable[Mapping[str, Any]], config: AgentConfig | None,
                                    f"({names[function['name']]} and {recorded})")
         names[function["name"]] = recorded
         schemas.append({"type": "function", "function": without_rules(dict(function))})
+    if config is not None and config.knowledge == "tool" and config.knowledge_tool in names:
+        raise AgentConfigError(f"[agent] knowledge_tool {config.knowledge_tool!r} is also the name of the recorded "
+                               f"tool {names[config.knowledge_tool]}; choose another name")
     unknown = sorted(set(configured) - {n for n in names.values()})
     if unknown and config is not None and config.tool_set == "workspace" and schemas:
         raise AgentConfigError(f"[agent.tools] names tools the workspace does not know: {', '.join(unknown)} "
@@ -261,7 +273,7 @@ def workspace_tools(tasks: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def template_context(task: Mapping[str, Any], schemas: Sequence[Mapping[str, Any]], domain: str) -> dict[str, Any]:
     """The variables of :data:`TEMPLATE_VARIABLES` for ``task``."""
-    from cirrus.agents.prompts import render_knowledge
+    from cirrus.agents.prompts import render_context, render_knowledge
 
     documents = [{"doc_id": str(d.get("doc_id") or ""), "title": str(d.get("title") or ""),
                   "text": str(d.get("text") or "")} for d in task.get("knowledge") or []]
@@ -271,7 +283,23 @@ def template_context(task: Mapping[str, Any], schemas: Sequence[Mapping[str, Any
         "domain": domain, "knowledge": documents, "knowledge_text": render_knowledge(documents),
         "tools": [{"name": s["function"]["name"], "description": str(s["function"].get("description") or "")}
                   for s in schemas],
+        "context": [str(line) for line in task.get("context") or ()],
+        "context_text": render_context([str(line) for line in task.get("context") or ()]),
     }
+
+
+def uses_variable(template: str, *names: str) -> bool:
+    """Whether ``template`` reads any of the variables ``names`` (or a
+    variable named after one, ``context_text`` for ``context``)."""
+    import jinja2
+    from jinja2 import meta
+    from jinja2.sandbox import SandboxedEnvironment
+
+    try:
+        found = meta.find_undeclared_variables(SandboxedEnvironment().parse(template))
+    except jinja2.TemplateError:
+        return False  # rendering says what is wrong
+    return any(variable == name or variable.startswith(f"{name}_") for variable in found for name in names)
 
 
 def render_template(template: str, context: Mapping[str, Any], origin: str = "[agent] system prompt") -> str:
@@ -292,4 +320,4 @@ def render_template(template: str, context: Mapping[str, Any], origin: str = "[a
 
 __all__ = ["AgentConfig", "AgentConfigError", "AgentToolConfig", "KNOWLEDGE_PLACES", "TEMPLATE_VARIABLES",
            "TOOL_SETS", "ToolView", "load_agent_config", "parse_agent_config", "render_template", "replay_matching",
-           "template_context", "tool_view", "workspace_tools"]
+           "template_context", "tool_view", "uses_variable", "workspace_tools"]

@@ -63,6 +63,8 @@ def turn_request(*, session_id: str, request_id: str, round_number: int, max_rou
         "tools": list(tools),
         "knowledge": [dict(doc) for doc in knowledge],
     }
+    if task.get("context"):
+        body["context"] = [str(line) for line in task["context"]]
     if tool_server is not None:
         body["tool_server"] = dict(tool_server)
     return body

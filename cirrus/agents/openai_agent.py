@@ -47,9 +47,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cirrus import strict_json
-from cirrus.agents import prompts
+from cirrus.agents import knowledge_tool, prompts
 from cirrus.agents import replies as notes
-from cirrus.agents.config import AgentConfig, ToolView, render_template, template_context
+from cirrus.agents.config import AgentConfig, ToolView, render_template, template_context, uses_variable
 from cirrus.agents.text_tool_calls import read_text_tool_calls
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client import ChatClient, ChatResult
@@ -104,6 +104,7 @@ class OpenAIAgent:
         self.tool_view_of = tool_view_of
         self.domain = domain
         self._template = config.template_text() if config is not None else None
+        self._template_places_context = self._template is not None and uses_variable(self._template, "context")
         self.name = client.model
 
     def fingerprint(self) -> dict[str, Any]:
@@ -124,8 +125,8 @@ class OpenAIAgent:
         started = time.perf_counter()
         task = request.task
         view = self.tool_view_of(task) if self.tool_view_of is not None else None
-        tools = list(view.schemas) if view is not None else without_rules(task.get("tools") or []) or None
-        tools = tools or None
+        tools = self._offered(task, view) or None
+        search_name = self._knowledge_tool()
         offered = _tool_names(tools)
         to_recorded = view.recorded_call if view is not None else None
         messages: list[dict[str, Any]] = [
@@ -148,6 +149,11 @@ class OpenAIAgent:
             if not answer.tool_calls:
                 break
             for tool_call in answer.tool_calls:
+                if search_name is not None and (tool_call.get("function") or {}).get("name") == search_name:
+                    tool_message = self._search(tool_call, task, turn)
+                    messages.append(tool_message)
+                    turn.messages.append(tool_message)
+                    continue
                 tool_message = self._run_tool(tool_call, replayer, turn, offered=offered,
                                               read_from_text=answer.read_from_text, to_recorded=to_recorded)
                 messages.append(tool_message)
@@ -161,33 +167,68 @@ class OpenAIAgent:
     def _opening(self, task: Mapping[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages before the conversation: the system prompt (Cirrus's,
         or your template rendered for ``task``) with the knowledge where
-        ``[agent] knowledge`` puts it."""
+        ``[agent] knowledge`` puts it, and the task's customer context (in the
+        system message, unless your template places it itself)."""
         place = self.config.knowledge if self.config is not None else "system"
         if self._template is None:
-            prompt = self.system_prompt
+            prompt, add_context = self.system_prompt, True
         else:
             prompt = render_template(self._template, template_context(task, tools, self.domain))
+            add_context = not self._template_places_context
+        system = prompts.system_message(task, prompt, knowledge=place == "system", context=add_context)
+        opening = [{"role": "system", "content": system}]
         documents = task.get("knowledge") or []
-        if place == "system":
-            return [{"role": "system", "content": prompts.system_message(task, prompt)}]
-        opening = [{"role": "system", "content": prompt}]
         if place == "message" and documents:
             opening.append({"role": "system", "content": f"{prompts.KNOWLEDGE_HEADER}\n\n"
                                                          f"{prompts.render_knowledge(documents)}"})
         return opening
 
+    def _offered(self, task: Mapping[str, Any], view: ToolView | None) -> list[dict[str, Any]]:
+        """The tool schemas the model is sent for ``task``: your view of the
+        tools (or the task's own), and the knowledge search when it is one."""
+        tools = list(view.schemas) if view is not None else without_rules(task.get("tools") or [])
+        search_name = self._knowledge_tool()
+        if search_name is not None:
+            tools.append(knowledge_tool.tool_schema(search_name))
+        return tools
+
+    def offered_tools(self, task: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The tool schemas a turn of ``task`` sends (for the estimate)."""
+        return self._offered(task, self.tool_view_of(task) if self.tool_view_of is not None else None)
+
+    def system_text(self, task: Mapping[str, Any]) -> str:
+        """The messages a turn of ``task`` sends before the conversation, as
+        one text (for the estimate)."""
+        opening = self._opening(task, self.offered_tools(task))
+        return "\n\n".join(str(message["content"]) for message in opening)
+
+    def _knowledge_tool(self) -> str | None:
+        """The knowledge search's name when ``[agent] knowledge = "tool"``."""
+        if self.config is None or self.config.knowledge != "tool":
+            return None
+        return self.config.knowledge_tool
+
+    def _search(self, tool_call: dict[str, Any], task: Mapping[str, Any], turn: AgentTurn) -> dict[str, Any]:
+        """Answer a knowledge search from the task's documents (not the
+        cassette: not one of the turn's scored tool calls)."""
+        raw = (tool_call.get("function") or {}).get("arguments")
+        try:
+            arguments = strict_json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+        except ValueError:
+            arguments = raw
+        query = knowledge_tool.query_of(arguments)
+        assert self.config is not None
+        found = knowledge_tool.search(task.get("knowledge") or [], query, self.config.knowledge_top_k)
+        turn.notes.append(notes.note(notes.KNOWLEDGE_SEARCHED, turn.model_calls, query=query,
+                                     documents=[p["doc_id"] for p in found]))
+        return {"role": "tool", "tool_call_id": tool_call.get("id") or "",
+                "content": json.dumps({"results": found}, ensure_ascii=False)}
+
     async def _complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                         tool_choice: str | None) -> ChatResult:
-        """One model call; a refusal of a request longer than the model's
-        context is raised as an error that says so."""
-        try:
-            return await self.client.complete(messages, tools=tools, tool_choice=tool_choice)
-        except InfrastructureError as exc:
-            sent = _count_input(messages) + (_count_input(tools) if tools else 0)
-            clear = notes.context_overflow_error(exc, self.client.role.describe(), sent)
-            if clear is None:
-                raise
-            raise InfrastructureError(self.client._redact(str(clear))) from exc
+        """One model call (a request longer than the model's context is an
+        error that says so: :func:`cirrus.llm.client.errors.context_overflow`)."""
+        return await self.client.complete(messages, tools=tools, tool_choice=tool_choice)
 
     def _read(self, result: ChatResult, offered: frozenset[str], turn: AgentTurn) -> _Answer:
         """The answer of one model call: reasoning blocks removed, tool calls

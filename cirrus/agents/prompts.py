@@ -61,6 +61,9 @@ def agent_system_prompt(domain: Domain = NEUTRAL) -> str:
 SYSTEM_PROMPT = agent_system_prompt()
 
 KNOWLEDGE_HEADER = "# Knowledge documents"
+# What the helpdesk showed about the customer before the conversation (the
+# task's ``context``, docs/customer-context.md)
+CONTEXT_HEADER = "# Customer context\n\nWhat the helpdesk shows about this customer and this conversation:"
 
 # The content of the tool message for a call the replayed cassette holds no
 # answer for (contract 4: a "no recorded result" tool error).
@@ -79,12 +82,31 @@ def render_knowledge(documents: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-def system_message(task: Mapping[str, Any], prompt: str = SYSTEM_PROMPT) -> str:
-    """The system message of an agent turn: ``prompt`` and the task's knowledge."""
-    documents = task.get("knowledge") or []
-    if not documents:
-        return prompt
-    return f"{prompt}\n\n{KNOWLEDGE_HEADER}\n\n{render_knowledge(documents)}"
+def render_context(lines: Sequence[str]) -> str:
+    """The task's customer context as a list, one line per field."""
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def context_section(task: Mapping[str, Any]) -> str | None:
+    """The customer-context section of a system message; None when the task
+    has no context."""
+    lines = task.get("context") or []
+    return f"{CONTEXT_HEADER}\n\n{render_context(lines)}" if lines else None
+
+
+def system_message(task: Mapping[str, Any], prompt: str = SYSTEM_PROMPT, *, knowledge: bool = True,
+                   context: bool = True) -> str:
+    """The system message of an agent turn: ``prompt``, the task's knowledge
+    (``knowledge``) and its customer context (``context``), each when the
+    task has some."""
+    parts = [prompt]
+    documents = task.get("knowledge") or [] if knowledge else []
+    if documents:
+        parts.append(f"{KNOWLEDGE_HEADER}\n\n{render_knowledge(documents)}")
+    section = context_section(task) if context else None
+    if section is not None:
+        parts.append(section)
+    return "\n\n".join(parts)
 
 
 def tool_result_content(result: Any) -> str:

@@ -32,20 +32,20 @@ the turn) and details.  Notes are written to the transcript's turn
     the model stopped at its output limit (``finish_reason: length``).
 ``empty_reply``
     the turn ended with no text for the customer (judged as an empty reply).
+``knowledge_searched``
+    the model called the knowledge search (``[agent] knowledge = "tool"``,
+    :mod:`cirrus.agents.knowledge_tool`): ``query`` and the ``documents``
+    returned.  Not a tool call of the ticket: never scored.
 
 A request the model's context cannot hold is an infrastructure error, named
-as such (:func:`context_overflow_error`), not a score.
+as such by the client layer (:func:`cirrus.llm.client.errors.context_overflow`,
+for every role: agent, judge, fluency checker, annotator), not a score.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
-
-from openai import APIStatusError
-
-from cirrus.evaluate.types import InfrastructureError
 
 THINK_REMOVED = "think_removed"
 TOOL_CALL_AS_TEXT = "tool_call_as_text"
@@ -55,8 +55,9 @@ ARGUMENTS_NOT_JSON = "arguments_not_json"
 UNKNOWN_TOOL = "unknown_tool"
 CUT_AT_MAX_TOKENS = "cut_at_max_tokens"
 EMPTY_REPLY = "empty_reply"
+KNOWLEDGE_SEARCHED = "knowledge_searched"
 NOTE_KINDS = (THINK_REMOVED, TOOL_CALL_AS_TEXT, TOOL_CALL_READ_FROM_TEXT, TOOL_CALL_TEXT_UNREADABLE,
-              ARGUMENTS_NOT_JSON, UNKNOWN_TOOL, CUT_AT_MAX_TOKENS, EMPTY_REPLY)
+              ARGUMENTS_NOT_JSON, UNKNOWN_TOOL, CUT_AT_MAX_TOKENS, EMPTY_REPLY, KNOWLEDGE_SEARCHED)
 
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
@@ -87,41 +88,3 @@ def note(kind: str, model_call: int, **details: Any) -> dict[str, Any]:
     """An agent note (see the module docstring)."""
     return {"kind": kind, "model_call": model_call, **details}
 
-
-# what servers say when a request is longer than the model's context: llama.cpp ("the request exceeds the
-# available context size", type exceed_context_size_error), OpenAI and vLLM ("maximum context length is N
-# tokens", code context_length_exceeded), TGI ("inputs tokens + max_new_tokens must be <= N"), Anthropic-style
-# gateways ("prompt is too long"), DashScope ("Range of input length should be [1, N]"), SGLang ("is longer than
-# the model's context length"), LM Studio ("context length", "context overflow")
-_CONTEXT_OVERFLOW = re.compile(
-    r"context[ _-]?(?:length|size|window|overflow)|exceed_context|maximum context|too many tokens"
-    r"|prompt is too long|reduce the length|tokens? \+ `?max_new_tokens|range of input length"
-    r"|input is too (?:long|large)|exceeds? the (?:model'?s? )?(?:maximum|max)", re.IGNORECASE)
-CONTEXT_STATUSES = frozenset({400, 413, 422, 500})
-
-
-def _server_text(error: APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, Mapping) else inner
-        if isinstance(message, str):
-            return message
-    return error.message if isinstance(error.message, str) else str(error)
-
-
-def context_overflow_error(error: InfrastructureError, who: str, input_tokens: int) -> InfrastructureError | None:
-    """The clear error for ``error`` when it is a server's refusal of a
-    request longer than the model's context (None otherwise).  ``who`` names
-    the model and endpoint; ``input_tokens`` is Cirrus's count of the
-    request (tiktoken: an estimate of the model's own count)."""
-    cause = error.__cause__
-    if not isinstance(cause, APIStatusError) or cause.status_code not in CONTEXT_STATUSES:
-        return None
-    said = _server_text(cause)
-    if not _CONTEXT_OVERFLOW.search(f"{said} {error}"):
-        return None
-    return InfrastructureError(
-        f"{who}: the input exceeded the model's context window (about {input_tokens} tokens sent; "
-        f"HTTP {cause.status_code}: {said[:200]}); serve the model with a longer context (llama.cpp: -c) "
-        f"or give the task less knowledge and history")

@@ -35,6 +35,8 @@ def print_estimate(result: Estimate, attempts: int, *, final: bool) -> None:
         table.add_row(role, f"{usage.calls:,}", f"{usage.input_tokens:,}", f"{usage.output_tokens:,}", cost)
     total = "-" if result.total_cost is None else f"{result.total_cost:.4f} {currency}"
     table.add_row("total", "", "", "", total)
+    for note in result.notes:
+        target.print(f"estimate: {note}")
     if not result.roles:
         target.print("estimate: every role of this run is offline: no model call, no cost")
         return

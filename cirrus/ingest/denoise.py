@@ -126,6 +126,8 @@ class Denoiser:
 
     def is_filler(self, event: Event) -> bool:
         if event.role == "system":
+            if event.context:  # the customer's context is kept (cirrus.ingest.context)
+                return False
             return self.drop_system and not any(p.search(event.text) for p in self.system_keep)
         rules = self.customer if event.role == "customer" else self.agent if event.role == "agent" else ()
         if not rules or event.ocr:

@@ -28,6 +28,7 @@ from cirrus.ingest.annotate.requests import collecting_requests
 from cirrus.ingest.annotate.rules import RuleAnnotator
 from cirrus.ingest.annotate.select import AllSelector, CheckpointMode, CheckpointSelector, RuleSelector
 from cirrus.ingest.canonical import canonicalize
+from cirrus.ingest.context import context_lines, mark_context
 from cirrus.ingest.cassettes import build_cassette, normalize_arguments
 from cirrus.ingest.deid.deidentify import Deidentifiers
 from cirrus.ingest.denoise import Denoiser
@@ -199,7 +200,8 @@ class TicketProcessor:
             return too_large
         language = ticket_language(ticket, ticket.language_given)
         selector = self.selector_for(language)
-        clean, pii = self.deids.for_language(language).deidentify(self.denoiser_for(language)(ticket))
+        marked = mark_context(ticket)
+        clean, pii = self.deids.for_language(language).deidentify(self.denoiser_for(language)(marked))
         dialogue = Dialogue.split(canonicalize(clean))
         if not dialogue.pairs:
             return Skipped(ticket.origin, clean.ticket_id, "no agent reply to a customer message after denoising")
@@ -221,6 +223,7 @@ class TicketProcessor:
                 language=language,
                 dialogue=dialogue,
                 knowledge=knowledge,
+                context=context_lines(clean),
                 tools=merge_schemas(infer_tool_schemas(exchanges), self.tool_schemas),
                 cassette=f"tool_mocks/{cassette_filename(clean.ticket_id)}" if cassette else None,
                 selector=selector,

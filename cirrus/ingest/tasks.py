@@ -155,6 +155,7 @@ def build_task(
     cassette: str | None,
     annotator: Annotator | None = None,
     selector: CheckpointSelector | None = None,
+    context: list[str] | None = None,
 ) -> Task:
     """The task of ``dialogue``: every agent turn a checkpoint, labelled by
     ``annotator``, or the turns ``selector`` keeps (it labels them too)."""
@@ -167,7 +168,7 @@ def build_task(
         raise ValueError("build_task needs an annotator or a selector")
     built = assemble(dialogue, selection)
     history, checkpoints = built.history, built.checkpoints
-    token_text = "\n".join([d.text for d in knowledge] + [json.dumps(tools, ensure_ascii=False)] +
+    token_text = "\n".join([d.text for d in knowledge] + list(context or ()) + [json.dumps(tools, ensure_ascii=False)] +
                            [m.get("content") or json.dumps(m.get("tool_calls", "")) for m in built.messages])
     return Task(
         task_id=task_id,
@@ -177,6 +178,7 @@ def build_task(
         knowledge=[d.to_dict() for d in knowledge],
         tools=tools,
         history=history,
+        context=context or None,
         checkpoints=checkpoints,
         cassette=cassette,
         stats=TaskStats(

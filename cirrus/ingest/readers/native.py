@@ -15,10 +15,14 @@ Decisions beyond the contract:
 - ``arguments`` defaults to ``{}``, ``content`` to null.
 - Roles are matched case-insensitively, surrounding whitespace ignored
   (``"Agent"``, ``" TOOL_CALL "``); an unknown role is still an error.
+- The customer context a helpdesk shows its agent (docs/customer-context.md)
+  may be given as the ticket's ``context`` (a string, a list of strings or an
+  object of fields) or as ``"context": true`` on a system event.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -58,7 +62,7 @@ def parse(payload: Any, origin: SourceRef) -> Ticket:
         raise TicketError("events is empty", ticket_id)
     return Ticket(
         ticket_id=ticket_id,
-        events=parse_events(raw_events, ticket_id),
+        events=context_events(ticket.get("context"), ticket_id) + parse_events(raw_events, ticket_id),
         origin=origin,
         category=opt_str(ticket, "category", ticket_id),
         channel=opt_str(ticket, "channel", ticket_id),
@@ -110,8 +114,29 @@ def parse_events(raw_events: list[Any], ticket_id: str) -> list[Event]:
             if text is not None and not isinstance(text, str):
                 raise TicketError(f"{where}: text must be a string", ticket_id)
             ocr = _ocr(event.get("attachments"), where, ticket_id) if role == "customer" else []
-            events.append(Event(role, text=text or "", ts=ts, ocr=ocr))
+            context = event.get("context", False)
+            if not isinstance(context, bool) or (context and role != "system"):
+                raise TicketError(f"{where}: context must be true or false, and only on a system event", ticket_id)
+            events.append(Event(role, text=text or "", ts=ts, ocr=ocr, context=context))
     return events
+
+
+def context_events(value: Any, ticket_id: str) -> list[Event]:
+    """The ticket's ``context`` (a string, a list of strings, or an object
+    of fields written ``key: value``, nested values as JSON) as system events
+    marked as context, placed before the conversation."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        lines = [value]
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        lines = list(value)
+    elif isinstance(value, dict):
+        lines = [f"{key}: {item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)}"
+                 for key, item in value.items()]
+    else:
+        raise TicketError("context must be a string, a list of strings or an object", ticket_id)
+    return [Event("system", text=line, context=True) for line in lines if line.strip()]
 
 
 def _call_id(event: dict[str, Any], where: str, ticket_id: str) -> str | None:

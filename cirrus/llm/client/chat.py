@@ -22,6 +22,8 @@ from cirrus.llm.cache import ResponseCache
 from cirrus.llm.client.errors import (
     UnparseableOutput,
     _MalformedAnswer,
+    context_overflow,
+    overflow_message,
     _snippet,
     _StructuredRefused,
     _TriedTooLong,
@@ -296,6 +298,10 @@ class ChatClient:
         except APIStatusError as exc:
             if refusal is not None and refusal(exc):
                 raise _StructuredRefused(exc) from exc
+            said = context_overflow(exc)
+            if said is not None:  # a clear error for every role: agent, judge, fluency checker, annotator
+                raise InfrastructureError(self._redact(overflow_message(
+                    self.role.describe(), _payload_tokens(payload), exc.status_code, said))) from exc
             raise self._infrastructure_error(exc, tries.attempts) from exc
         except (APIConnectionError, _MalformedAnswer, _TriedTooLong) as exc:
             raise self._infrastructure_error(exc, tries.attempts) from exc
@@ -409,3 +415,15 @@ def _package_make_openai_client(endpoint: Endpoint, timeout: float) -> AsyncOpen
     import cirrus.llm.client as package
 
     return package.make_openai_client(endpoint, timeout)
+
+
+def _payload_tokens(payload: bytes) -> int:
+    """Tokens of a request body's messages and tools, counted offline (for
+    the context-overflow error)."""
+    from cirrus.offline import count_tokens
+
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return count_tokens(payload.decode("utf-8", "replace"))
+    return count_tokens(json.dumps([body.get("messages"), body.get("tools")], ensure_ascii=False))
