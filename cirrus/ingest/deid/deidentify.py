@@ -33,6 +33,7 @@ from presidio_anonymizer.entities import OperatorConfig
 from cirrus.cjk import CJK_PUNCT_RANGES, HAN_RANGES
 from cirrus.cjk import HAN as _HAN
 from cirrus.config import DeidConfig, LanguageDeidConfig, PipelineConfig
+from cirrus.ingest.deid.normalize import normalised_view
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
 from cirrus.ingest.deid.ids import pseudonymous_id
@@ -174,12 +175,16 @@ class Deidentifier:
         grows with the square of its length.  The pieces go through spaCy
         in groups of at most ``GROUP_CHARS`` characters (:func:`piece_groups`):
         a group's parsed documents are kept until its second look, so memory
-        is bounded by the group, not by the ticket's length."""
+        is bounded by the group, not by the ticket's length.  Each text is
+        read in its normalised view (:mod:`cirrus.ingest.deid.normalize`:
+        ``＠``, ``&#64;``, ``%40``, zero-width characters) and what is found
+        is mapped back onto its original characters."""
         pieces: list[tuple[str, tuple[str, ...], bool]] = []
         layout: list[list[tuple[int, int]]] = []  # per request: (piece index, offset)
-        for text, context, ner in requests:
+        views = [normalised_view(text) for text, _, _ in requests]
+        for (text, context, ner), view in zip(requests, views):
             parts = []
-            for offset, window in windows(text):
+            for offset, window in windows(view.text if view is not None else text):
                 parts.append((len(pieces), offset))
                 pieces.append((window, context, ner))
             layout.append(parts)
@@ -192,6 +197,10 @@ class Deidentifier:
             spans = {Span(sp.start + offset, sp.end + offset, sp.entity, sp.score)
                      for index, offset in parts for sp in found[index]}
             out.append(tuple(resolve_overlaps(spans)))
+        for index, view in enumerate(views):
+            if view is not None and out[index]:
+                out[index] = tuple(resolve_overlaps(
+                    Span(*view.original(sp.start, sp.end), sp.entity, sp.score) for sp in out[index]))
         if self.also is not None:
             out = self._with_also(requests, out)
         return out

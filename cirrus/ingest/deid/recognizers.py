@@ -279,8 +279,18 @@ _PASSWORD_KEY = re.compile(r"(?i)pass|pwd|密码|口令")
 # Chinese cues: "密钥是k3Jd8...", "AccessKey Secret为...", "登录密码：Abc@1234"
 _SECRET_CUE_ZH = re.compile(r"(?P<key>密钥|秘钥|私钥|密码|口令|令牌|[Ss]ecret)\s*(?:是|为|:|：|=)\s*[\"'“]?"
                             r"(?P<value>[!-~]{6,})")
+# HTTP Basic credentials: base64 of "user:password" after "Basic" (checked by decoding, _basic_credentials)
+_BASIC_AUTH = re.compile(r"(?i)\bbasic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+# passwords on a command line: --password X, sshpass -p X, mysql -pX, curl -u user:pass
+_COMMAND_LINE = (
+    re.compile(r"(?i)(?:^|\s)--?(?:password|passwd|pass)(?:=|\s+)[\"']?(?P<value>[^\s\"']{4,})"),
+    re.compile(r"\bsshpass\s+-p\s*[\"']?(?P<value>[^\s\"']{4,})"),
+    re.compile(r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<value>[^\s\-\"'][^\s\"']{3,})"),
+    re.compile(r"\bcurl\b[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:(?P<value>[^\s\"']{4,})"),
+)
 _SECRET_FORMATS = (
     re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
+    *_COMMAND_LINE,
     re.compile(r"(?<![A-Za-z0-9])(?P<value>ya29\.[0-9A-Za-z_-]{16,})"),  # Google OAuth access tokens
     re.compile(r"(?P<value>-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[\s\S]*))"),
     re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|sig|signature|password|auth)="
@@ -305,13 +315,30 @@ def _looks_secret(value: str) -> bool:
             or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)))
 
 
+def _basic_credentials(value: str) -> bool:
+    """Whether ``value`` is base64 of ``user:password`` (printable text
+    with a colon), as HTTP Basic authentication sends it."""
+    import base64
+    import binascii
+
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    user, colon, password = decoded.partition(":")
+    return bool(colon and user and password and decoded.isprintable())
+
+
 class SecretRecognizer(LocalRecognizer):
     """Credentials in text: the formats ``detect-secrets`` knows (AWS, Azure,
     JWT, Slack, GitHub, Stripe, private keys, basic auth in URLs, ...), run
     line by line; bearer and Google OAuth tokens; whole PEM private-key
     blocks; secret-bearing query parameters (``?api_key=``); and a value
     after a key that names a secret (``password: hunter2``, ``pwd is ...``,
-    ``"api_key": "..."``, ``AccessKeySecret=...``)."""
+    ``"api_key": "..."``, ``AccessKeySecret=...``); HTTP Basic credentials
+    (``Authorization: Basic <base64 of user:password>``, checked by
+    decoding) and passwords on a command line (``--password X``, ``sshpass
+    -p X``, ``mysql -pX``, ``curl -u user:pass``)."""
 
     SCORE = 0.95
 
@@ -326,6 +353,9 @@ class SecretRecognizer(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         spans: list[tuple[int, int, str]] = []
+        for match in _BASIC_AUTH.finditer(text):
+            if _basic_credentials(match.group("value")):
+                spans.append((match.start("value"), match.end("value"), "basic_auth"))
         for pattern in (_SECRET_CUE, _SECRET_CUE_ZH, *_SECRET_FORMATS):
             for match in pattern.finditer(text):
                 value = match.group("value")
