@@ -17,8 +17,9 @@ import polars as pl
 import pytest
 
 from cirrus.report.command import report_command
-from cirrus.report.html import HTML_FILE, depth_table, render_html, write_html_report
+from cirrus.report.html import HTML_FILE, render_html, write_html_report
 from cirrus.report.loading import load_runs
+from cirrus.report.views.depth import depth_table
 from tests.conftest import copy_workspace, skip_or_fail
 from tests.test_report_tables import (
     RUN_A_CHECKPOINTS,
@@ -188,7 +189,7 @@ def test_depth_table_counts(tmp_path: Path):
     (tmp_path / "tickets").mkdir()
     (tmp_path / "tickets/tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     write_run(tmp_path, "a", "model-a", 2, RUN_A_TASKS, RUN_A_CHECKPOINTS)
-    frame = depth_table(load_runs(tmp_path, ["a"]))
+    frame = depth_table({run.run_id: run.tasks for run in load_runs(tmp_path, ["a"])})
     # ok attempts (K, covered): T1 (2, 2), (2, 0); T2 (3, 1), (3, 3); T3 (5, 5); errors left out
     assert frame.select("depth", "n", "covered").rows() == [(1, 5, 4), (2, 5, 3), (3, 3, 2), (4, 1, 1), (5, 1, 1)]
     assert frame["share"].to_list() == pytest.approx([0.8, 0.6, 2 / 3, 1.0, 1.0])

@@ -20,8 +20,7 @@ from cirrus.commands.report import print_report
 from cirrus.evaluate.runner import summarize
 from cirrus.judges.calibration import wilson_interval
 from cirrus.report import schema as report_schema
-from cirrus.report.command import noise_lines, report_command
-from cirrus.report.html import noise_marks
+from cirrus.report.command import report_command
 from cirrus.report.loading import JUDGE_NOISE_COLUMNS, load_runs, parse_judge_consistency
 from cirrus.report.uncertainty import (
     attempt_flips,
@@ -33,6 +32,7 @@ from cirrus.report.uncertainty import (
     paired,
     within_noise,
 )
+from cirrus.report.views.noise import noise_lines, noise_marks
 from tests.test_report_tables import hand_ws  # noqa: F401  (a fixture)
 
 approx = pytest.approx

@@ -5,7 +5,7 @@ in its own column.
 ``cirrus report`` is run through the command line; report.html is read with
 the standard library's HTML parser, the leaderboard table found by its header
 cells, and every cell of every run compared with the Parquet row, formatted
-the way cirrus/report/html.py formats it (``_fmt``: three decimals, AMTL one,
+the way the page formats it (``cirrus.report.views.cells.page_value``: three decimals, AMTL one,
 "–" for a missing value; intervals with two decimals, AMTL's with one).
 
 The offline baselines on the sample workspace score 1 or 0 on most metrics,
@@ -36,7 +36,7 @@ from tests.test_report_tables import (
     write_run,
 )
 
-# header cell -> leaderboard column and the digits html.py shows it with
+# header cell -> leaderboard column and the digits the page shows it with
 METRICS = {
     "SR pass@1": ("sr_pass1", 3),
     "SR pass@K": ("sr_pass_at_k", 3),
@@ -47,7 +47,7 @@ METRICS = {
     "AMTL": ("amtl", 1),
 }
 OTHER_HEADERS = ("run", "model", "tasks (errors)", "cost", "judge")
-DASH = "–"  # what html.py shows for a missing value
+DASH = "–"  # what the page shows for a missing value
 
 
 # --------------------------------------------------------------------------
@@ -151,12 +151,12 @@ def leaderboard_cells(html: str) -> dict[str, dict[str, _Cell]]:
 
 
 # --------------------------------------------------------------------------
-# What html.py shows for a value
+# What the page shows for a value
 # --------------------------------------------------------------------------
 
 
 def shown(value: Any, digits: int) -> str:
-    """cirrus/report/html.py's ``_fmt``."""
+    """``cirrus.report.views.cells.page_value``, written out again."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return DASH
     if isinstance(value, float):

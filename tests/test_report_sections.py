@@ -18,15 +18,11 @@ from typer.testing import CliRunner
 
 from cirrus.cli import app
 from cirrus.report.command import report_command
-from cirrus.report.html import (
-    STATS_FILE,
-    ReportExtras,
-    failure_counts,
-    failure_view,
-    load_run_diff,
-    render_html,
-)
+from cirrus.report.extras import ReportExtras, load_run_diff
+from cirrus.report.html import render_html
 from cirrus.report.loading import load_runs
+from cirrus.report.views.failures import failure_counts, failure_view
+from cirrus.report.writing import STATS_FILE
 from cirrus.schema import Task
 from cirrus.stats import compute_stats
 from cirrus.workspace_stats import stats_json

@@ -398,7 +398,8 @@ def test_scripted_agent_usage_history_and_error_policy(tmp_path):
 
 
 def test_html_section_rows_and_figure_6_svg(tmp_path):
-    from cirrus.report.subtask import SubtaskRun, subtask_html_section, subtask_tables
+    from cirrus.report.html import subtask_html_section
+    from cirrus.report.subtask import SubtaskRun, subtask_tables
 
     tables = subtask_tables([SubtaskRun("r", tmp_path, {"model": "m", "k": 2}, {}, ROWS)], n_boot=50)
     section = subtask_html_section(tables)

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cirrus.commands._common import EXIT_BUDGET, console, out
-from cirrus.report.subtask import fmt_value
+from cirrus.report.views.cells import fmt_value
 
 if TYPE_CHECKING:
     from cirrus.estimate import Estimate

@@ -16,7 +16,6 @@ from rich.table import Table
 from cirrus.commands._common import EXIT_FAILED, console, fail
 from cirrus.commands._common import out as stdout
 from cirrus.report.command import DEFAULT_N_BOOT, DEFAULT_SEED
-from cirrus.report.subtask import fmt_value
 
 if TYPE_CHECKING:
     import polars as pl
@@ -61,34 +60,19 @@ def report(
 def print_report(result: dict[str, Any]) -> None:
     """The walk runs' tables of a :func:`~cirrus.report.command.report_command`
     result: the leaderboard, the paired differences, the failed turns and the
-    noise lines, then ``wrote N files to DIR``."""
-    import polars as pl
-
-    from cirrus.report.command import noise_lines
+    noise lines, then ``wrote N files to DIR``; their rows are
+    :mod:`cirrus.report.views`'."""
+    from cirrus.report.views.leaderboard import ci_lookup, terminal_leaderboard_rows, terminal_paired_rows
+    from cirrus.report.views.noise import noise_lines
 
     board: pl.DataFrame = result["leaderboard"]
-    cis: dict[tuple[str, str], tuple[float | None, float | None]] = {}
-    if result["intervals"] is not None:
-        for row in result["intervals"].filter(pl.col("dimension") == "overall").iter_rows(named=True):
-            cis[(row["run_id"], row["metric"])] = (row["ci_low"], row["ci_high"])
-
-    def with_ci(run_id: str, metric: str, value: float | None) -> str:
-        low, high = cis.get((run_id, metric), (None, None))
-        return fmt_value(value) + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
-
     table = Table(title=f"cirrus report -> {result['out_dir']}")
     # runs may differ in K: every pass@K and pass^K cell names its run's K
     for column in ("run", "model", "tasks (errors)", "SR pass@1 [95% CI]", "SR pass@K", "pass^K",
                    "ATPR [95% CI]", "AMTL", "cost", "cost / success"):
         table.add_column(column, justify="left" if column in ("run", "model") else "right", overflow="fold")
-    for row in board.iter_rows(named=True):
-        cost = "-" if row["cost_total"] is None else f"{row['cost_total']:.4f} {row['currency'] or ''}".rstrip()
-        per_success = ("-" if row["cost_per_success"] is None
-                       else f"{row['cost_per_success']:.4f} {row['currency'] or ''}".rstrip())
-        table.add_row(row["run_id"], row["model"], f"{row['n_tasks']} ({row['errors']})",
-                      with_ci(row["run_id"], "sr_pass1", row["sr_pass1"]),
-                      f"{fmt_value(row['sr_pass_at_k'])} (K={row['k']})", f"{fmt_value(row['pass_hat_k'])} (K={row['k']})",
-                      with_ci(row["run_id"], "atpr", row["atpr"]), fmt_value(row["amtl"], 1), cost, per_success)
+    for cells in terminal_leaderboard_rows(board, ci_lookup(result["intervals"])):
+        table.add_row(*cells)
     stdout.print(table)
     pairs = result["paired"]
     if pairs is not None and not pairs.is_empty():
@@ -96,10 +80,8 @@ def print_report(result: dict[str, Any]) -> None:
         for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p", "MDD"):
             diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
                                   overflow="fold")
-        for row in pairs.filter(pl.col("metric").is_in(["sr_pass1", "atpr"])).iter_rows(named=True):
-            interval = "-" if row["ci_low"] is None else f"[{fmt_value(row['ci_low'])}, {fmt_value(row['ci_high'])}]"
-            diff_table.add_row(row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), fmt_value(row["diff"]),
-                               interval, fmt_value(row["p_value"], 4), fmt_value(row["mdd"]))
+        for cells in terminal_paired_rows(pairs):
+            diff_table.add_row(*cells)
         stdout.print(diff_table)
     if result.get("failures") is not None:
         _print_failures(result["failures"], stdout)
@@ -111,32 +93,25 @@ def print_report(result: dict[str, Any]) -> None:
 def _print_failures(failures: pl.DataFrame, stdout: Any) -> None:
     """Why the failed turns failed: one row per category (docs/failures.md),
     one column per run, "count (share)"; nothing when no run has a failed turn."""
-    import polars as pl
+    from cirrus.report.views.failures import failure_matrix
 
-    overall = failures.filter(pl.col("reply_type") == "all")
-    if overall.is_empty() or not overall["count"].sum():
+    matrix = failure_matrix(failures)
+    if matrix is None:
         return
-    runs = list(dict.fromkeys(overall["run_id"].to_list()))
+    runs, rows = matrix
     table = Table(title="failed turns by category (docs/failures.md)")
     table.add_column("failure", justify="left")
     for run_id in runs:
         table.add_column(run_id, justify="right", overflow="fold")
-    cells = {(row["run_id"], row["failure"]): row for row in overall.iter_rows(named=True)}
-    for failure in overall.sort("failure_order")["failure"].unique(maintain_order=True).to_list():
-        values = []
-        for run_id in runs:
-            row = cells.get((run_id, failure))
-            values.append("-" if row is None else f"{row['count']} ({fmt_value(row['share'] or 0.0, 2)})")
-        table.add_row(failure, *values)
-    totals = {row["run_id"]: row["n_failed"] for row in overall.iter_rows(named=True)}
-    table.add_row("failed turns", *(str(totals.get(run_id, 0)) for run_id in runs))
+    for cells in rows:
+        table.add_row(*cells)
     stdout.print(table)
 
 
 def print_subtask_report(result: Mapping[str, Any]) -> None:
     """The subtask tables of a report result on the terminal (and, for a
     report of subtask runs only, the ``wrote N files`` line)."""
-    from cirrus.report.subtask import table_views
+    from cirrus.report.views.subtask import table_views
 
     part = result.get("subtask") or {}
     for view in table_views(part.get("tables") or {}).values():

@@ -5,8 +5,10 @@ polars and written as Parquet with a versioned schema
 
 Modules: :mod:`~cirrus.report.loading` (runs in), :mod:`~cirrus.report.tables`
 (leaderboard, breakdowns), :mod:`~cirrus.report.uncertainty` (bootstrap),
-:mod:`~cirrus.report.schema` (columns), :mod:`~cirrus.report.command` (the
-report built and written; the ``cirrus report`` command is
+:mod:`~cirrus.report.schema` (columns), :mod:`~cirrus.report.views` (the rows
+the page and the terminal show, pure), :mod:`~cirrus.report.html` and
+:mod:`~cirrus.report.charts` (the page, rendered), :mod:`~cirrus.report.command`
+(the report built and written; the ``cirrus report`` command is
 :mod:`cirrus.commands.report`).  The names below are loaded on first use, so
 importing the package stays cheap.
 """

@@ -52,23 +52,31 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cirrus.report.comparability import comparability_warnings
-from cirrus.report.subtask import fmt_value
-from cirrus.report.writing import REPORT_DISK_FULL_ADVICE, REPORT_FILE, default_out_dir, write_parquet
+from cirrus.report.subtask import PAPER_BANDS, TokenBands
+from cirrus.report.writing import (
+    HTML_FILE,
+    REPORT_DISK_FULL_ADVICE,
+    REPORT_FILE,
+    STATS_FILE,
+    default_out_dir,
+    write_parquet,
+)
 
 # polars, numpy and the table code are imported when a report is made, so
 # that importing this module (as `cirrus report` does) stays fast
 if TYPE_CHECKING:
     import polars as pl
 
+    from cirrus.report.extras import ReportExtras
     from cirrus.report.loading import Price
 
-__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_N_BOOT", "DEFAULT_SEED", "cost_warnings",
-           "noise_lines", "noise_summary", "report_command"]
+__all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_N_BOOT", "DEFAULT_SEED", "cost_warnings", "noise_summary",
+           "report_command", "subtask_report", "write_extras", "write_subtask_tables"]
 
 DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
 DEFAULT_SEED = 0
@@ -106,8 +114,8 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
 
     if not isinstance(bootstrap, int) or isinstance(bootstrap, bool) or bootstrap < 0:
         raise ValueError(f"bootstrap must be an int >= 0, got {bootstrap!r}")
-    from cirrus.report.subtask import split_modes, subtask_manifest, subtask_report, token_bands as bands_called
-    from cirrus.report.subtask import write_subtask_tables
+    from cirrus.report.subtask_runs import split_modes
+    from cirrus.report.subtask import subtask_manifest, token_bands as bands_called
 
     bands = bands_called(token_bands)
     walk_ids, subtask_ids = split_modes(workspace, list(run_ids))
@@ -160,7 +168,8 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
                                         bands=bands)
     files.update(subtask_part["files"])
     warnings += subtask_part["warnings"]
-    from cirrus.report.html import HTML_FILE, report_extras, write_extras, write_html_report
+    from cirrus.report.extras import report_extras
+    from cirrus.report.html import write_html_report
 
     extras = report_extras(runs, workspace)  # dataset statistics; the run diff of exactly two runs
     files.update(write_extras(extras, out_dir))  # stats.json, diff.parquet
@@ -229,22 +238,86 @@ def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) 
     return {"runs": runs, "pairs": pairs}
 
 
-def noise_lines(paired_table: pl.DataFrame | None, metric: str = "sr_pass1") -> list[str]:
-    """One line per pair of runs whose ``metric`` difference is within the
-    noise, e.g. ``SR pass@1: a 0.620 vs b 0.580: within the noise (difference
-    0.040 < MDD 0.110 at 30 tasks)``."""
-    import polars as pl
+def write_subtask_tables(run_ids: Sequence[str], workspace: Path, out_dir: Path, bootstrap: int, seed: int, *,
+                         k: int | None = None, confidence: float = 0.95,
+                         bands: TokenBands = PAPER_BANDS) -> dict[str, Any]:
+    """The subtask part of a report into ``out_dir``: the tables of the
+    subtask runs ``run_ids`` (none: the subtask files an earlier report left
+    there are removed).  Returns ``{"runs", "tables", "files", "warnings", "bands"}``."""
+    from cirrus.report.subtask_runs import load_subtask_run
+    from cirrus.report.subtask import SUBTASK_REPORT_FILES, subtask_tables, token_warnings
 
-    from cirrus.report.html import METRIC_TITLES
-    from cirrus.report.uncertainty import noise_reason
+    runs = [load_subtask_run(workspace, run_id) for run_id in run_ids]
+    tables = subtask_tables(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence,
+                            bands=bands) if runs else {}
+    files = {}
+    for name, table in SUBTASK_REPORT_FILES.items():
+        if name in tables:
+            write_parquet(tables[name], out_dir / name, table)
+            files[name] = out_dir / name
+        else:
+            (out_dir / name).unlink(missing_ok=True)
+    warnings = [*comparability_warnings(runs, k), *token_warnings(runs)] if runs else []
+    return {"runs": runs, "tables": tables, "files": files, "warnings": warnings, "bands": bands.name}
 
-    if paired_table is None:
-        return []
-    lines = []
-    for row in paired_table.filter((pl.col("metric") == metric) & pl.col("within_noise")).iter_rows(named=True):
-        reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
-                              row["confidence"])
-        lines.append(f"{METRIC_TITLES.get(metric, metric)}: {row['run_a']} {fmt_value(row['estimate_a'])} vs "
-                     f"{row['run_b']} {fmt_value(row['estimate_b'])}: within the noise ({reason})")
-    return lines
 
+def subtask_report(run_ids: Sequence[str], workspace: Path, out: Path | None, bootstrap: int, seed: int, *,
+                   k: int | None = None, confidence: float = 0.95,
+                   bands: TokenBands = PAPER_BANDS) -> dict[str, Any]:
+    """``cirrus report`` when every run given is a subtask run: the two
+    subtask tables and ``report.json`` (no walk tables: a subtask run is
+    never put on the walk leaderboard).  Returns what
+    :func:`report_command` returns, with
+    ``leaderboard`` None and ``subtask`` the :func:`write_subtask_tables`
+    result."""
+    from cirrus.files import atomic_writer
+    from cirrus.report.loading import ReportError
+    from cirrus.report.schema import FILES, SCHEMA_VERSION
+    from cirrus.report.subtask import subtask_manifest
+
+    if len(set(run_ids)) != len(run_ids):
+        raise ReportError("a run is given twice")
+    out_dir = out if out is not None else default_out_dir(workspace, list(run_ids))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    part = write_subtask_tables(run_ids, workspace, out_dir, bootstrap, seed, k=k, confidence=confidence,
+                                bands=bands)
+    for name in (*FILES, HTML_FILE):  # walk tables of an earlier report in this folder
+        (out_dir / name).unlink(missing_ok=True)
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "workspace": str(workspace), "runs": [], "subtask_runs": subtask_manifest(part["runs"]),
+        "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence, "token_bands": bands.name,
+        "files": sorted(part["files"]), "warnings": part["warnings"],
+    }
+    with atomic_writer(out_dir / REPORT_FILE) as handle:
+        json.dump(manifest, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+    files = {**part["files"], REPORT_FILE: out_dir / REPORT_FILE}
+    return {"out_dir": out_dir, "files": files, "leaderboard": None, "intervals": None, "paired": None,
+            "noise": None, "warnings": part["warnings"], "subtask": part}
+
+
+def write_extras(extras: ReportExtras, out_dir: Path) -> dict[str, Path]:
+    """Write ``stats.json`` (the text ``cirrus stats`` writes) and, with a
+    run diff, ``diff.parquet`` (the columns ``cirrus diff`` writes) into
+    ``out_dir``; remove those an earlier report there left and this one
+    does not write.  Returns ``{file name: path}`` of the files written."""
+    from cirrus.files import atomic_writer
+    from cirrus.report.diff import DIFF_FILE, write_diff
+    from cirrus.workspace_stats import stats_json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    if extras.stats is not None:
+        with atomic_writer(out_dir / STATS_FILE, advice=REPORT_DISK_FULL_ADVICE) as handle:
+            handle.write(stats_json(extras.stats))
+        written[STATS_FILE] = out_dir / STATS_FILE
+    if extras.diff is not None:
+        path = out_dir / DIFF_FILE
+        write_diff(extras.diff, path)
+        written[DIFF_FILE] = path
+    for name in (STATS_FILE, DIFF_FILE):
+        if name not in written:
+            (out_dir / name).unlink(missing_ok=True)
+    return written

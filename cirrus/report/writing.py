@@ -1,8 +1,8 @@
 """Where a report goes and how its files are written: the output folder
 (:func:`default_out_dir`), the names of the files beside the tables, the
 atomic Parquet writer every report table goes through
-(:func:`write_parquet`), and the one line a failed write is told with
-(:func:`write_error`).
+(:func:`write_parquet`), the page (:func:`write_page`), and the one line a
+failed write is told with (:func:`write_error`).
 
 Every file is written to a temporary file and renamed into place, so a full
 disk leaves each report file whole (the old one or the new one, never a cut
@@ -22,11 +22,12 @@ from cirrus.workspace import REPORTS_DIR
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["COMPARE_DIR", "HTML_FILE", "REPORT_DISK_FULL_ADVICE", "REPORT_FILE", "default_out_dir", "write_error",
-           "write_parquet"]
+__all__ = ["COMPARE_DIR", "HTML_FILE", "REPORT_DISK_FULL_ADVICE", "REPORT_FILE", "STATS_FILE", "default_out_dir",
+           "write_error", "write_page", "write_parquet"]
 
 REPORT_FILE = "report.json"
 HTML_FILE = "report.html"
+STATS_FILE = "stats.json"  # the text of `cirrus stats`'s reports/stats.json, for the report's workspace
 # what a full disk's error says to do (cirrus.files.DiskFullError)
 REPORT_DISK_FULL_ADVICE = "free space and run cirrus report again; the runs themselves are untouched"
 COMPARE_DIR = "_compare"
@@ -59,6 +60,17 @@ def write_parquet(frame: pl.DataFrame, path: Path, table: str) -> None:
                                           "cirrus.report.table": table})
     with atomic_writer(path, binary=True, advice=REPORT_DISK_FULL_ADVICE) as out:
         out.write(buffer.getbuffer())
+
+
+def write_page(text: str, out_dir: Path) -> Path:
+    """Write the page ``out_dir/report.html`` (atomically) and return its path."""
+    from cirrus.files import atomic_writer
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / HTML_FILE
+    with atomic_writer(path, advice=REPORT_DISK_FULL_ADVICE) as handle:
+        handle.write(text)
+    return path
 
 
 def write_error(exc: OSError) -> str:

@@ -1,7 +1,5 @@
-"""The report's charts: matplotlib figures (Agg, no pyplot state) drawn in
-one style and inlined in the page as SVG.  Used by the HTML page
-(:mod:`cirrus.report.html`) and the subtask section
-(:mod:`cirrus.report.subtask`).
+"""What every chart of the report is drawn with: matplotlib figures (Agg,
+no pyplot state) in one style, inlined in the page as SVG.
 
 * :func:`figure`: a new figure, laid out with constrained layout;
 * :func:`svg`: a figure as an ``<svg>`` element to inline (ids prefixed,
