@@ -91,3 +91,43 @@ def test_a_basic_header_inside_tool_arguments_is_masked(deidentifier):
     ], SourceRef("t.jsonl", line=1))
     clean, _ = deidentifier.deidentify(ticket)
     assert "b2xpdmlh" not in str(clean.events[1].arguments)
+
+
+# -- the status of a ticket that is not processed ------------------------------------
+
+
+@pytest.mark.parametrize("status, shown", [
+    ("pending", "pending"),
+    ("on hold", "on hold"),
+    ("Waiting on customer", "Waiting on customer"),
+    ("pending jane.roe@example.com", "pending (…)"),
+    ("escalated to Jane Roe", "escalated to (…)"),
+    ("escalated to jane", "escalated to (…)"),
+    ("callback +1 415 555 0142", "callback (…)"),
+    ("待回访 13800138000", "待回访 (…)"),
+])
+def test_a_status_is_shown_by_its_status_words(status, shown):
+    from cirrus.ingest.deid.ids import status_label
+
+    assert status_label(status) == shown
+
+
+def test_unresolved_statuses_reach_neither_manifest_nor_terminal(tmp_path, pipeline_config, capsys):
+    import json
+
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    events = [{"role": "customer", "text": "My parcel is late, can you check?"},
+              {"role": "agent", "text": "It left the warehouse yesterday and arrives on Friday."}]
+    tickets = [{"ticket_id": "S-1", "events": events},
+               {"ticket_id": "S-2", "status": "pending olivia.hartmann@gmail.com", "events": events},
+               {"ticket_id": "S-3", "status": "callback +1 415 555 0142", "events": events}]
+    (raw / "t.jsonl").write_text("\n".join(json.dumps(t) for t in tickets) + "\n", encoding="utf-8")
+    workspace = tmp_path / "ws"
+    run_ingest(IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, progress=False))
+    manifest = (workspace / "tickets" / "manifest.json").read_text(encoding="utf-8")
+    shown = manifest + capsys.readouterr().err
+    assert "olivia" not in shown and "555 0142" not in shown
+    assert json.loads(manifest)["counts"]["by_status"] == {"callback (…)": 1, "pending (…)": 1, "resolved": 1}

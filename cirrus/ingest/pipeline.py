@@ -31,6 +31,7 @@ from cirrus.ingest.canonical import canonicalize
 from cirrus.ingest.context import context_lines, mark_context
 from cirrus.ingest.cassettes import build_cassette, normalize_arguments
 from cirrus.ingest.deid.deidentify import Deidentifiers
+from cirrus.ingest.deid.ids import status_label
 from cirrus.ingest.denoise import Denoiser
 from cirrus.ingest.language import ticket_language
 from cirrus.ingest.knowledge import KnowledgeBase, select_knowledge
@@ -257,8 +258,8 @@ def settle(processor: Callable[[Ticket], Processed | Skipped | Quarantined], ite
     """The outcome of one read item; ``processor`` only sees eligible tickets."""
     if isinstance(item, Quarantined):
         return Outcome(item.origin, item.ticket_id, None, item)
-    if item.status not in statuses:
-        return Outcome(item.origin, item.ticket_id, item.status, None)
+    if item.status not in statuses:  # never de-identified: counted and shown by its status words only
+        return Outcome(item.origin, item.ticket_id, status_label(item.status), None)
     return Outcome(item.origin, item.ticket_id, item.status, _safe(processor, item))
 
 

@@ -8,6 +8,12 @@ processed ticket's id is checked with the same detection as its text
 ticket that could not be read has no de-identified text to check against,
 so its id is shown only when it looks like a code (:func:`looks_like_code`),
 and is pseudonymized otherwise: no model is loaded for a quarantine entry.
+
+A ticket's status is counted and printed for tickets that are not processed
+(unresolved ones), whose text is never de-identified; helpdesks write values
+into it ("pending jane@example.com", "escalated to Jane Roe", "callback +1
+415 ..."), so it is shown as its leading status words only
+(:func:`status_label`).
 """
 
 from __future__ import annotations
@@ -53,3 +59,40 @@ def quarantine_id(ticket_id: str | None) -> str | None:
     if ticket_id is None or looks_like_code(ticket_id):
         return ticket_id
     return pseudonymous_id(ticket_id)
+
+
+_FIRST_WORD = re.compile(r"[A-Za-z][A-Za-z_-]*")
+_STATUS_WORD = re.compile(r"[a-z][a-z_-]*")
+_HAN_STATUS = re.compile(r"[\u3400-\u9fff]{1,8}")
+STATUS_CUT = "(…)"
+
+
+def _a_name(word: str) -> bool:
+    """A lower-case word that is also a given name or a surname ("escalated
+    to jane"), unless it is a function word ("to", "on", "may")."""
+    from cirrus.ingest.deid.gazetteer import common_words, name_lists
+
+    given, surnames = name_lists()
+    title = word.title()
+    return (title in given or title in surnames) and word not in common_words()
+
+
+def status_label(status: str) -> str:
+    """``status`` as it may be counted and printed: its leading words while
+    they read as a status (a first word, then lower-case words: ``pending``,
+    ``on hold``, ``Waiting on customer``; or up to eight Han characters), and
+    ``(…)`` in place of the rest (a name, an address, a number)."""
+    words = status.split()
+    if not words:
+        return status.strip()
+    kept: list[str] = []
+    for index, word in enumerate(words[:4]):
+        pattern = _FIRST_WORD if index == 0 else _STATUS_WORD
+        if (pattern.fullmatch(word) and (index == 0 or not _a_name(word))) or \
+                (_HAN_STATUS.fullmatch(word) and index == 0):
+            kept.append(word)
+        else:
+            break
+    if len(kept) == len(words):
+        return " ".join(kept)
+    return " ".join([*kept, STATUS_CUT])
