@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
+                      model_serializer)
 
 DEFAULT_PIPELINE = "default"
 
@@ -79,6 +80,48 @@ class DeidConfig(_Strict):
     field_entities: dict[str, str] = Field(default_factory=dict)
     # Values never treated as personal data (product names, placeholders).
     allow_list: list[str] = Field(default_factory=list)
+    # Reference codes this business knows to be non-personal (regular
+    # expressions over the whole code, e.g. "SKU-\\d+" or "KB-\\d{4}"): kept
+    # whatever a recognizer says (docs/identifiers.md).  Left out of the dump
+    # while empty, so a pipeline that does not set it keeps its config hash.
+    non_personal_codes: Patterns = Field(default_factory=list, exclude_if=lambda value: not value)
+
+
+class CannedLinesConfig(_Strict):
+    """``[denoise.corpus]``: the corpus pass that finds the agents' canned
+    lines (docs/canned-lines.md).  Before the tickets are processed, ingest
+    counts in how many distinct tickets each normalised agent line appears;
+    a line in at least ``min_tickets`` tickets and ``min_share`` of the
+    language's tickets is *frequent*, and a frequent line judged procedural
+    (a greeting, hold, "anything else?", sign-off, rating request, transfer
+    notice) is cut out of every agent message that holds it.  Below
+    ``min_corpus_tickets`` tickets of a language the pass is off and the
+    hand-written rules alone apply.  The defaults change nothing on a corpus
+    smaller than that, and leave the pipeline's config hash as it was."""
+
+    enabled: bool = True
+    # fewer counted tickets of a language than this: the pass is off for it
+    min_corpus_tickets: int = Field(200, ge=1)
+    # a frequent line appears in at least this many distinct tickets ...
+    min_tickets: int = Field(5, ge=2)
+    # ... and in at least this share of the language's counted tickets
+    min_share: float = Field(0.005, ge=0, le=1)
+    # a procedural line is short: at most this many words (a Han character counts half a word)
+    max_words: int = Field(24, ge=1)
+    # a line that no rule names and that answers nothing is procedural when at
+    # least this share of its occurrences sit at the dialogue's edges: in the
+    # agent's first or last run of messages, or in a run the customer answers
+    # with nothing but filler
+    edge_share: float = Field(0.6, ge=0, le=1)
+    # the first pass counts at most this many tickets (a sample: macros are frequent)
+    max_scan_tickets: int = Field(100_000, ge=1)
+    # the manifest names a line (normalised, values replaced by slots) only
+    # when it appears in at least this many distinct tickets ...
+    list_min_tickets: int = Field(20, ge=2)
+    # ... and lists at most this many lines per language (the rest are counted)
+    list_max_lines: int = Field(100, ge=0)
+    # lines matching one of these are informative whatever else they look like
+    keep_patterns: Patterns = Field(default_factory=list)
 
 
 class DenoiseConfig(_Strict):
@@ -92,6 +135,16 @@ class DenoiseConfig(_Strict):
     agent_filler: list[str] = Field(default_factory=list)
     system_keep: list[str] = Field(default_factory=list)
     drop_system: bool = True
+    corpus: CannedLinesConfig = Field(default_factory=CannedLinesConfig)
+
+    @model_serializer(mode="wrap")
+    def _without_default_corpus(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``corpus`` is left out while it is the default: the config hash of
+        a pipeline that does not set it stays what it was before it existed."""
+        dumped = handler(self)
+        if self.corpus == CannedLinesConfig():
+            dumped.pop("corpus", None)
+        return dumped
 
 
 class KnowledgeConfig(_Strict):

@@ -34,6 +34,7 @@ from typing import Any
 
 from cirrus.agents.prompts import message_tokens
 from cirrus.pricing import Price
+from cirrus.schema import Task, as_task, task_dict
 
 JUDGE_OUTPUT_TOKENS = 80
 FLUENCY_OUTPUT_TOKENS = 40
@@ -51,12 +52,12 @@ Messages = list[dict[str, Any]]
 CoverageRender = Callable[[Sequence[Mapping[str, Any]], str, str, str], str]
 # (history, next query) -> the fluency checker's system + user text
 FluencyRender = Callable[[Sequence[Mapping[str, Any]], str], str]
-# (task) -> the agent's system message
+# (task as the agent is given it: the dict of its line, schema.task_dict) -> the agent's system message
 SystemRender = Callable[[Mapping[str, Any]], str]
-# (task) -> the tool schemas the agent is sent
+# (task as the agent is given it) -> the tool schemas the agent is sent
 ToolsOffered = Callable[[Mapping[str, Any]], Sequence[Mapping[str, Any]]]
 # (task, checkpoint index 0-based) -> the reference messages of that checkpoint's turn
-ReferenceTurn = Callable[[Mapping[str, Any], int], Messages]
+ReferenceTurn = Callable[[Task, int], Messages]
 
 
 class LineCounter:
@@ -117,19 +118,19 @@ class Estimate:
                 **({"notes": list(self.notes)} if self.notes else {})}
 
 
-def reference_turn(task: Mapping[str, Any], index: int) -> Messages:
+def reference_turn(task: Task, index: int) -> Messages:
     """The reference agent turn of checkpoint ``index`` as chat messages,
     without tool results (what an estimate without the cassette can see):
     the reference's tool calls, then its reply."""
-    checkpoint = task["checkpoints"][index]
+    checkpoint = task.checkpoints[index]
     messages: Messages = []
-    if checkpoint.get("tool_calls"):
+    if checkpoint.tool_calls:
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": f"ref-{index}-{n}", "type": "function",
-             "function": {"name": call["name"], "arguments": json.dumps(call.get("arguments"), ensure_ascii=False)}}
-            for n, call in enumerate(checkpoint["tool_calls"])]})
-    if checkpoint.get("reply"):
-        messages.append({"role": "assistant", "content": checkpoint["reply"]})
+             "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}
+            for n, call in enumerate(checkpoint.tool_calls)]})
+    if checkpoint.reply:
+        messages.append({"role": "assistant", "content": checkpoint.reply})
     return messages
 
 
@@ -146,23 +147,23 @@ class CassetteTurns:
         self._replayer: Any = None
         self.unreadable = 0  # tasks whose cassette could not be read: their turns counted without tool results
 
-    def __call__(self, task: Mapping[str, Any], index: int) -> Messages:
+    def __call__(self, task: Task, index: int) -> Messages:
         from cirrus.evaluate.subtask import consume_calls, reference_turn as turn_of
         from cirrus.replay import ToolReplayer
 
-        if task["task_id"] != self._task_id:
+        if task.task_id != self._task_id:
             self.close()
-            self._task_id = task["task_id"]
+            self._task_id = task.task_id
             try:
                 self._replayer = ToolReplayer.for_task(self.workspace, task)
             except Exception:  # noqa: BLE001  (an unreadable cassette: counted without its results)
                 self.unreadable += 1
             else:
-                consume_calls(task.get("history") or [], self._replayer)
+                consume_calls(task.history, self._replayer)
         if self._replayer is None:
             return reference_turn(task, index)
-        checkpoint = task["checkpoints"][index]
-        consume_calls(checkpoint.get("context") or [], self._replayer)
+        checkpoint = task.checkpoints[index]
+        consume_calls(checkpoint.context or [], self._replayer)
         return turn_of(checkpoint, index + 1, self._replayer)
 
     def close(self) -> None:
@@ -171,36 +172,41 @@ class CassetteTurns:
         self._replayer = None
 
 
-def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: SystemRender,
+def task_usage(task: Task | Mapping[str, Any], count: Callable[[str], int], *, system: SystemRender,
                coverage: CoverageRender | None, fluency: FluencyRender | None,
                reference: ReferenceTurn = reference_turn, jumps: bool = True,
                tools_offered: ToolsOffered | None = None) -> dict[str, RoleEstimate]:
     """One attempt's estimated calls and tokens per role (see the module's
     assumptions); ``coverage`` / ``fluency`` ``None``: an offline role, no
-    calls; ``jumps=False``: no logical-jump question (a subtask run)."""
-    checkpoints = task["checkpoints"]
+    calls; ``jumps=False``: no logical-jump question (a subtask run).
+    ``task``: a :class:`~cirrus.schema.Task` (a mapping is validated into
+    one); ``system`` and ``tools_offered`` are given it as the agent is
+    (:func:`~cirrus.schema.task_dict`)."""
+    task = as_task(task)
+    seen_by_agent = task_dict(task)
+    checkpoints = task.checkpoints
     total = len(checkpoints)
     roles = {"agent": RoleEstimate()}
     if coverage is not None:
         roles["judge"] = RoleEstimate()
     if fluency is not None:
         roles["fluency"] = RoleEstimate()
-    tools = list(tools_offered(task)) if tools_offered is not None else task.get("tools") or []
-    fixed = count(system(task)) + (count(json.dumps(tools, ensure_ascii=False)) if tools else 0)
-    history: Messages = list(task.get("history") or [])
+    tools = list(tools_offered(seen_by_agent)) if tools_offered is not None else task.tools
+    fixed = count(system(seen_by_agent)) + (count(json.dumps(tools, ensure_ascii=False)) if tools else 0)
+    history: Messages = list(task.history)
     history_tokens = sum(message_tokens(m, count) for m in history)
     for index, checkpoint in enumerate(checkpoints):
-        context = list(checkpoint.get("context") or [])
+        context = list(checkpoint.context or [])
         history += context
         history_tokens += sum(message_tokens(m, count) for m in context)
-        query = {"role": "user", "content": checkpoint["query"]}
+        query = {"role": "user", "content": checkpoint.query}
         query_tokens = message_tokens(query, count)
         turn = reference(task, index)
         turn_tokens = [message_tokens(m, count) for m in turn]
         prompt = fixed + history_tokens + query_tokens
-        reply = checkpoint.get("reply") or ""
+        reply = checkpoint.reply
         reply_tokens = count(reply) if reply else 0
-        if checkpoint.get("tool_calls"):
+        if checkpoint.tool_calls:
             # first call writes the tool calls; the second sees them and their results and writes the reply
             before_reply = sum(turn_tokens) - reply_tokens
             call_tokens = turn_tokens[0] if turn_tokens else 0
@@ -209,21 +215,20 @@ def task_usage(task: Mapping[str, Any], count: Callable[[str], int], *, system: 
             roles["agent"].add(1, prompt, reply_tokens)
         seen = history + [query]
         if coverage is not None and reply.strip():
-            roles["judge"].add(1, count(coverage(seen, checkpoint["query"], reply, reply)), JUDGE_OUTPUT_TOKENS)
+            roles["judge"].add(1, count(coverage(seen, checkpoint.query, reply, reply)), JUDGE_OUTPUT_TOKENS)
         history = seen + turn
         history_tokens += query_tokens + sum(turn_tokens)
         if index + 1 < total:
             later = checkpoints[index + 1]
-            if jumps and coverage is not None and (later.get("reply") or "").strip():
-                roles["judge"].add(1, count(coverage(seen, later["query"], later["reply"], reply)),
-                                   JUDGE_OUTPUT_TOKENS)
+            if jumps and coverage is not None and later.reply.strip():
+                roles["judge"].add(1, count(coverage(seen, later.query, later.reply, reply)), JUDGE_OUTPUT_TOKENS)
             if fluency is not None:
-                following = history + list(later.get("context") or [])
-                roles["fluency"].add(1, count(fluency(following, later["query"])), FLUENCY_OUTPUT_TOKENS)
+                following = history + list(later.context or [])
+                roles["fluency"].add(1, count(fluency(following, later.query)), FLUENCY_OUTPUT_TOKENS)
     return roles
 
 
-def estimate(tasks: Iterable[Mapping[str, Any]], attempts: int, count: Callable[[str], int], *,
+def estimate(tasks: Iterable[Task | Mapping[str, Any]], attempts: int, count: Callable[[str], int], *,
              system: SystemRender, coverage: CoverageRender | None, fluency: FluencyRender | None,
              models: Mapping[str, str], prices: Mapping[str, Price],
              reference: ReferenceTurn = reference_turn, jumps: bool = True,
@@ -232,12 +237,14 @@ def estimate(tasks: Iterable[Mapping[str, Any]], attempts: int, count: Callable[
     names the model of every model client (``agent``, ``judge`` or a panel's
     ``judge[1]``, ``judge[2]``, ..., ``fluency``); a role without a client
     is offline and makes no calls (an offline agent: a baseline).  Every
-    member of a judge panel is asked every question the judge is."""
+    member of a judge panel is asked every question the judge is.
+    ``tasks``: :class:`~cirrus.schema.Task`s (a mapping is validated into one)."""
     per_role = {"agent": RoleEstimate(), "judge": RoleEstimate(), "fluency": RoleEstimate()}
     n_tasks = checkpoints = 0
-    for task in tasks:
+    for given in tasks:
+        task = as_task(given)
         n_tasks += 1
-        checkpoints += len(task["checkpoints"])
+        checkpoints += len(task.checkpoints)
         for role, usage in task_usage(task, count, system=system, coverage=coverage, fluency=fluency,
                                       reference=reference, jumps=jumps, tools_offered=tools_offered).items():
             per_role[role].add(usage.calls, usage.input_tokens, usage.output_tokens)
@@ -305,7 +312,7 @@ def renderers(roles: Any) -> dict[str, Any]:
             "notes": notes}
 
 
-def estimate_run(roles: Any, tasks: Iterable[Mapping[str, Any]], workspace: Any, attempts: int,
+def estimate_run(roles: Any, tasks: Iterable[Task | Mapping[str, Any]], workspace: Any, attempts: int,
                  prices: Mapping[str, Price], mode: str) -> Estimate:
     """The estimate of a run as configured: ``roles`` (:class:`cirrus.evaluate.roles.Roles`)
     asking about ``tasks`` of ``workspace`` ``attempts`` times each, counted

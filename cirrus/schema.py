@@ -10,6 +10,7 @@ reader gets validation for free.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -213,3 +214,18 @@ class Task(_Model):
     checkpoints: list[Checkpoint]
     cassette: str | None = None
     stats: TaskStats
+
+
+def as_task(value: Task | Mapping[str, Any]) -> Task:
+    """``value`` as a :class:`Task`: a task as it is, a mapping (a line of
+    ``tasks.jsonl`` read as JSON) validated (a pydantic ``ValidationError``,
+    a ``ValueError``, when it is not a valid task).  The one place where
+    evaluation's entry points turn a dict into the typed task."""
+    return value if isinstance(value, Task) else Task.model_validate(dict(value))
+
+
+def task_dict(task: Task) -> dict[str, Any]:
+    """``task`` as its ``tasks.jsonl`` line reads, parsed: plain JSON types,
+    the fields ingest leaves out when empty left out.  What an agent is given
+    as ``TurnRequest.task`` (agents read it as a mapping: cirrus.agents.api)."""
+    return task.model_dump(mode="json")

@@ -34,7 +34,8 @@ MUST_SURVIVE = [
     "Grace period ends on Friday; the Basic tier has no grace period.",
     "Please restart Nginx, then clear the Redis cache and check Grafana.",
     "The Hangzhou region and the Singapore region showed packet loss.",
-    "Order ORD-20240501-0012 shipped with 3 items totalling 149.99 USD.",
+    # (an order number identifies a customer: contract 2, masked; its amounts and counts survive)
+    "The parcel shipped with 3 items totalling 149.99 USD.",
     "Version 2.4.1 fixed the timeout; build 1.2.3.4 is older.",
 ]
 

@@ -411,7 +411,8 @@ def _walk_task() -> dict:
         {"index": 4, "query": "Q4", "reply": "R4", "tool_calls": [], "reply_type": "Solution",
          "context": [user("C4u"), bot("C4a")]},
     ]
-    return {"task_id": "W-1", "history": [user("H0"), bot("H0a")], "checkpoints": checkpoints, "cassette": None}
+    return {"task_id": "W-1", "history": [user("H0"), bot("H0a")], "checkpoints": checkpoints, "cassette": None,
+            "stats": {"input_tokens": 0, "turns": 16, "checkpoints": 4}}
 
 
 class RecordingAgent:

@@ -25,6 +25,7 @@ TASK = {
         {"index": 3, "query": "thanks", "reply": "you are welcome", "tool_calls": [], "reply_type": "Appease",
          "context": [{"role": "user", "content": "ok"}, {"role": "assistant", "content": "anything else"}]},
     ],
+    "stats": {"input_tokens": 20, "turns": 8, "checkpoints": 3},
 }
 
 

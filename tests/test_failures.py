@@ -117,11 +117,11 @@ def test_the_agent_reply_type_uses_the_ingest_rules_for_the_language():
 # --------------------------------------------------------------------------
 
 TASK = {"task_id": "T", "language": "en", "checkpoints": [
-    {"query": "Is i-bp***c running?", "reply": "It is stopped.", "reply_type": "Solution",
+    {"index": 1, "query": "Is i-bp***c running?", "reply": "It is stopped.", "reply_type": "Solution",
      "tool_calls": [{"name": "DescribeInstanceStatus", "arguments": {"instance_id": "i-bp***c"}}]},
-    {"query": "My site is slow.", "reply": "Could you tell me the instance ID?", "reply_type": "Inquire",
+    {"index": 2, "query": "My site is slow.", "reply": "Could you tell me the instance ID?", "reply_type": "Inquire",
      "tool_calls": []},
-]}
+], "stats": {"input_tokens": 0, "turns": 4, "checkpoints": 2}}
 
 
 def _judged(checkpoint, text, calls, decision, verdicts=(), fluent=None):

@@ -171,7 +171,8 @@ class HugeAgent:
 
 def test_the_transcript_records_the_cut():
     task = {"task_id": "T-1", "history": [], "checkpoints": [
-        {"index": 1, "query": QUERY, "reply": REFERENCE, "tool_calls": [], "reply_type": "Solution"}]}
+        {"index": 1, "query": QUERY, "reply": REFERENCE, "tool_calls": [], "reply_type": "Solution"}],
+        "stats": {"input_tokens": 0, "turns": 2, "checkpoints": 1}}
     with ChatServer(rule=coverage_double) as server:
         async def run():
             async with _client(server) as client:
@@ -193,7 +194,8 @@ def test_the_transcript_records_the_cut():
 
 def test_the_transcript_of_an_uncut_verdict_has_no_field():
     task = {"task_id": "T-1", "history": [], "checkpoints": [
-        {"index": 1, "query": QUERY, "reply": REFERENCE, "tool_calls": [], "reply_type": "Solution"}]}
+        {"index": 1, "query": QUERY, "reply": REFERENCE, "tool_calls": [], "reply_type": "Solution"}],
+        "stats": {"input_tokens": 0, "turns": 2, "checkpoints": 1}}
 
     class GoodAgent:
         name, offline = "good", True

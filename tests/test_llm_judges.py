@@ -285,7 +285,7 @@ def test_the_walk_asks_later_checkpoints_as_logical_jumps():
 
     task = {"task_id": "t", "history": [], "checkpoints": [
         {"index": k, "query": f"question {k}", "reply": f"answer {k}", "tool_calls": [], "reply_type": "Solution"}
-        for k in (1, 2, 3)]}
+        for k in (1, 2, 3)], "stats": {"input_tokens": 0, "turns": 6, "checkpoints": 3}}
 
     class Agent:
         name, offline = "a", True

@@ -71,6 +71,7 @@ TASK = {
         {"index": 3, "query": "q3", "reply": "r3", "tool_calls": [], "reply_type": "Inquire",
          "context": [{"role": "user", "content": "are you there?"}]},
     ],
+    "stats": {"input_tokens": 0, "turns": 10, "checkpoints": 3},
 }
 
 
@@ -108,7 +109,9 @@ def test_reference_history_of_one_checkpoint_and_its_bounds():
     for k in (0, 4):
         with pytest.raises(ValueError, match="not in 1..3"):
             reference_history(TASK, k, FakeReplay({}))
-    bare = {"task_id": "B", "checkpoints": [{"query": "q", "reply": "r", "tool_calls": []}] * 2}  # no history key
+    bare = {"task_id": "B", "checkpoints": [{"index": i, "query": "q", "reply": "r", "reply_type": "Solution"}
+                                            for i in (1, 2)],
+            "stats": {"input_tokens": 0, "turns": 4, "checkpoints": 2}}  # no history, no tool_calls key
     assert reference_history(bare, 2, FakeReplay({})) == [{"role": "user", "content": "q"},
                                                           {"role": "assistant", "content": "r"}]
 

@@ -18,7 +18,7 @@ from tests.test_walk import ExactJudge, Fluency, SlowAgent, _settings, _task, _w
 def test_a_reference_reads_back_exactly_its_line_and_the_hash_matches_the_list(tmp_path):
     tasks = [_task(f"T-{i}") for i in range(5)]
     tasks[3]["checkpoints"] = tasks[3]["checkpoints"][:1]
-    tasks[3]["stats"] = {"input_tokens": 1234}
+    tasks[3]["stats"] = {"input_tokens": 1234, "turns": 2, "checkpoints": 1}
     tasks[4]["checkpoints"][0]["reply"] = "réponse — 回复"  # multi-byte: offsets are bytes
     workspace = _workspace(tmp_path, tasks)
     index = TaskIndex.scan(workspace)

@@ -31,7 +31,8 @@ PARAPHRASE = {"order_id": "OD-***41", "amount": "1,500.00", "reason": "customer 
               "lines": [{"sku": "FR-200", "note": "left door damaged"}]}
 TASK = {"task_id": "R-1", "tools": [REFUND], "cassette": "tool_mocks/R-1.yaml",
         "checkpoints": [{"index": 1, "query": "refund please", "reply": "Refund issued.",
-                         "tool_calls": [{"name": "CreateRefund", "arguments": RECORDED}]}]}
+                         "tool_calls": [{"name": "CreateRefund", "arguments": RECORDED}], "reply_type": "Solution"}],
+        "stats": {"input_tokens": 0, "turns": 2, "checkpoints": 1}}
 
 
 def test_rules_come_from_the_schemas_nested_paths_included():

@@ -40,7 +40,8 @@ def _task(task_id: str, tools: list[dict], cassette: bool = True) -> dict:
     return {"task_id": task_id, "category": "orders", "knowledge": [], "tools": tools, "history": [],
             "checkpoints": [{"index": 1, "query": "where is my order?", "reply": "It was delivered.",
                              "tool_calls": [], "reply_type": "Solution"}],
-            "cassette": f"tool_mocks/{task_id}.yaml" if cassette else None}
+            "cassette": f"tool_mocks/{task_id}.yaml" if cassette else None,
+            "stats": {"input_tokens": 0, "turns": 2, "checkpoints": 1}}
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ def _task(task_id: str = "T-1", tool_first: bool = False) -> dict:
     if tool_first:
         checkpoints[0]["tool_calls"] = [{"name": "Describe", "arguments": {"id": "i-1"}}]
     return {"task_id": task_id, "category": "ECS", "knowledge": [], "tools": [], "history": [],
-            "checkpoints": checkpoints, "cassette": None, "stats": {}}
+            "checkpoints": checkpoints, "cassette": None,
+            "stats": {"input_tokens": 0, "turns": 2 * len(checkpoints), "checkpoints": len(checkpoints)}}
 
 
 class ExactJudge:

@@ -197,8 +197,8 @@ def eval_(
                              f"{', '.join(map(repr, unpriced))}: add [prices.\"MODEL\"] input_per_mtok and "
                              "output_per_mtok to cirrus.toml (docs/cost.md)")
         try:
-            print_estimate(estimate_run(roles, index, workspace, max(runs, pass_k), prices, mode), max(runs, pass_k),
-                           final=estimate)
+            print_estimate(estimate_run(roles, index.tasks(), workspace, max(runs, pass_k), prices, mode),
+                           max(runs, pass_k), final=estimate)
         except Exception as exc:  # noqa: BLE001  (a run does not depend on its estimate)
             if estimate:
                 raise ValueError(f"no estimate: {exc}") from exc

@@ -62,6 +62,7 @@ def rescore(
     from cirrus.llm.batching import BatchMissing
     from cirrus.llm.providers import EndpointError
     from cirrus.pricing import PriceError, parse_prices
+    from cirrus.schema import task_dict
     from cirrus.settings import SettingsError, load_settings
 
     try:
@@ -87,9 +88,9 @@ def rescore(
                                      judge_api_key_env or configured_judge.api_key_env, configured_judge.params())
         if where:
             _note(where)
-        # build_roles wants an agent: an offline baseline that is never called
-        roles = build_roles(RoleOptions("baseline:oracle"), judge, fluency or RoleOptions(LOCAL), source.tasks,
-                            workspace)
+        # build_roles wants an agent: an offline baseline that is never called (agents read tasks as dicts)
+        roles = build_roles(RoleOptions("baseline:oracle"), judge, fluency or RoleOptions(LOCAL),
+                            [task_dict(task) for task in source.tasks], workspace)
         try:
             extra = {"judge_role": roles.fingerprint["judge_role"]}
             if fluency is not None:

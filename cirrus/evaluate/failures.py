@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cirrus.evaluate.walk import JudgedTurn
+    from cirrus.schema import Task
 
 MISSED_TOOL_CALL = "missed_tool_call"
 WRONG_TOOL = "wrong_tool"
@@ -172,20 +173,24 @@ def _with_agent_type(facts: TurnFacts, text: str, tool_names: Sequence[str], que
     return replace(facts, agent_type=agent_reply_type(text, tool_names, query, language))
 
 
-def turn_facts(judged: JudgedTurn, task: Mapping[str, Any]) -> TurnFacts:
-    """The facts of one judged turn of :func:`cirrus.evaluate.walk.walk`."""
-    checkpoint = task["checkpoints"][judged.checkpoint - 1]
+def turn_facts(judged: JudgedTurn, task: Task | Mapping[str, Any]) -> TurnFacts:
+    """The facts of one judged turn of :func:`cirrus.evaluate.walk.walk` of
+    ``task`` (a :class:`~cirrus.schema.Task`; a mapping is validated into one)."""
+    from cirrus.schema import as_task
+
+    task = as_task(task)
+    checkpoint = task.checkpoints[judged.checkpoint - 1]
     decision, calls = judged.decision, judged.turn.tool_calls
     facts = TurnFacts(
         accepted=decision.accepted, rr=decision.rr, tia=decision.tia, tsa=decision.tsa, tev=decision.tev,
-        fluent=judged.fluent, reference_calls=len(checkpoint.get("tool_calls") or ()), calls_made=len(calls),
+        fluent=judged.fluent, reference_calls=len(checkpoint.tool_calls), calls_made=len(calls),
         unrecorded_calls=sum(1 for call in calls if not call.recorded),
         judge_problem=_problem_of(judged.verdicts, judged.checkpoint), reference_type=judged.reply_type or None)
-    return _with_agent_type(facts, judged.turn.text, [c.name for c in calls], checkpoint.get("query", ""),
-                            str(task.get("language") or "en"))
+    return _with_agent_type(facts, judged.turn.text, [c.name for c in calls], checkpoint.query,
+                            task.language or "en")
 
 
-def failure_of(judged: JudgedTurn, task: Mapping[str, Any]) -> str | None:
+def failure_of(judged: JudgedTurn, task: Task | Mapping[str, Any]) -> str | None:
     """:func:`classify` of a judged turn of the walk."""
     return classify(turn_facts(judged, task))
 

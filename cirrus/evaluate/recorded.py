@@ -105,14 +105,14 @@ class RecordedJudge:
     def _checkpoint(self, turn: SavedTurn, index: int, query: str, reference: str, later: bool) -> int | None:
         """The checkpoint (1-based) this question is about: the turn's own,
         else the first later one with this query and reference not yet asked."""
-        checkpoints = self.saved.task.get("checkpoints") or []
+        checkpoints = self.saved.typed_task.checkpoints
         own = turn.data.get("checkpoint")
         if not isinstance(own, int):
             return None
         first = own if not later else own + 1
         for number in range(first, len(checkpoints) + 1):
             point = checkpoints[number - 1]
-            if (point.get("query"), point.get("reply")) == (query, reference) and (
+            if (point.query, point.reply) == (query, reference) and (
                     index, "coverage", number) not in self._asked:
                 return number
             if not later:

@@ -127,6 +127,7 @@ if TYPE_CHECKING:
     from cirrus.llm.batch import BatchStatus
     from cirrus.llm.batching import BatchCollector
     from cirrus.replay import ToolReplayer
+    from cirrus.schema import Task
 
 RESCORE_FILE = "rescore.parquet"
 RESCORE_COLUMNS = {  # rescore.parquet: column -> polars type name
@@ -159,7 +160,7 @@ class ReplayAgent:
     async def respond(self, request: TurnRequest, replayer: ToolReplayer) -> AgentTurn:
         turn = self.saved.find(request.history, request.query)
         if turn is None:
-            raise ReplayMismatch(f"task {self.saved.task['task_id']} attempt {self.saved.attempt}: the saved "
+            raise ReplayMismatch(f"task {self.saved.typed_task.task_id} attempt {self.saved.attempt}: the saved "
                                  "transcript holds no agent turn for this conversation state")
         self.served += 1
         return turn.agent_turn()
@@ -184,8 +185,8 @@ class FluencyGate:
         self.sources: dict[tuple[int, str, int | None], str] = {}  # cirrus.evaluate.recorded.note_sources
 
     def _query_of(self, checkpoint: Any) -> str | None:
-        checkpoints = self.saved.task["checkpoints"]
-        return checkpoints[checkpoint - 1]["query"] if isinstance(checkpoint, int) and 0 < checkpoint <= len(
+        checkpoints = self.saved.typed_task.checkpoints
+        return checkpoints[checkpoint - 1].query if isinstance(checkpoint, int) and 0 < checkpoint <= len(
             checkpoints) else None
 
     def _saved(self, history: list[dict[str, Any]], next_query: str,
@@ -328,7 +329,7 @@ async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: st
     from cirrus.llm.batching import BatchMissing, Deferred
     from cirrus.replay import ToolReplayer, task_matching
 
-    task, attempt = saved.task, saved.attempt
+    task, attempt = saved.typed_task, saved.attempt
     result, error, truncated, sources = None, None, None, None
     agent = ReplayAgent(saved, agent_name, offline_agent)
     if saved.status != "ok":
@@ -357,7 +358,7 @@ async def rescore_attempt(saved: SavedAttempt, source: SourceRun, agent_name: st
     return row, transcript
 
 
-def batch_rounds_bound(tasks: list[dict[str, Any]]) -> int:
+def batch_rounds_bound(tasks: list[Task]) -> int:
     """The most batch rounds a rescore can need: a walk of ``n`` checkpoints
     asks at most ``2n`` coverage questions (each checkpoint accepted once,
     each turn ending on at most one rejection) and ``n - 1`` fluency ones,
@@ -365,7 +366,7 @@ def batch_rounds_bound(tasks: list[dict[str, Any]]) -> int:
     request follows an unreadable answer)."""
     from cirrus.judges.llm import DEFAULT_PARSE_ATTEMPTS
 
-    longest = max((len(t.get("checkpoints") or []) for t in tasks), default=0)
+    longest = max((len(t.checkpoints) for t in tasks), default=0)
     return max(1, DEFAULT_PARSE_ATTEMPTS * (3 * longest - 1))
 
 

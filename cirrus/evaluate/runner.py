@@ -30,12 +30,17 @@ from cirrus.judges.agreement import judge_votes, panel_agreement, votes_of_rows
 from cirrus.llm.providers import EndpointError
 from cirrus.metrics import AttemptRow, dataset_metrics, task_metrics
 from cirrus.replay import ToolReplayer
+from cirrus.schema import Task, as_task, task_dict
 from cirrus.workspace import REPORTS_DIR
 
 
-def attempt_row(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
-    base = {"task_id": task["task_id"], "attempt": attempt, "category": task.get("category"),
-            "checkpoints": len(task["checkpoints"])}
+def attempt_row(task: Task | Mapping[str, Any], attempt: int, result: WalkResult | None,
+                error: str | None) -> dict[str, Any]:
+    """The ``attempts.jsonl`` row of one walk of ``task`` (a mapping is
+    validated into a :class:`Task`); ``result`` None: an error row."""
+    task = as_task(task)
+    base = {"task_id": task.task_id, "attempt": attempt, "category": task.category,
+            "checkpoints": len(task.checkpoints)}
     if result is None:
         return {**base, "status": "error", "error": error, "covered": None, "accepted_turns": None, "tpr": None,
                 "lj": None, "nei": None, "mtl": None, "mtl_alg1": None, "success": None, "input_tokens": None,
@@ -63,14 +68,20 @@ def agent_note_counts(notes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return dict(sorted(Counter(str(note.get("kind")) for note in notes).items()))
 
 
-def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | None, error: str | None) -> dict[str, Any]:
+def attempt_transcript(task: Task | Mapping[str, Any], attempt: int, result: WalkResult | None,
+                       error: str | None) -> dict[str, Any]:
+    """The ``transcripts.jsonl`` record of one walk of ``task`` (a mapping is
+    validated into a :class:`Task`): per judged turn the checkpoint's query,
+    reference and reference tool calls, the agent's messages and the verdicts."""
+    task = as_task(task)
     turns = []
     for judged in result.turns if result else []:
-        checkpoint = task["checkpoints"][judged.checkpoint - 1]
-        turn = {"context": checkpoint["context"]} if checkpoint.get("context") else {}  # docs/checkpoints.md
+        checkpoint = task.checkpoints[judged.checkpoint - 1]
+        turn = {"context": checkpoint.context} if checkpoint.context else {}  # docs/checkpoints.md
         turns.append({
-            **turn, "checkpoint": judged.checkpoint, "query": checkpoint["query"], "reference": checkpoint["reply"],
-            "reference_tool_calls": checkpoint["tool_calls"], "agent_messages": judged.turn.messages,
+            **turn, "checkpoint": judged.checkpoint, "query": checkpoint.query, "reference": checkpoint.reply,
+            "reference_tool_calls": [call.model_dump(mode="json") for call in checkpoint.tool_calls],
+            "agent_messages": judged.turn.messages,
             "agent_text": judged.turn.text,
             "tool_calls": [c.record() for c in judged.turn.tool_calls],
             "verdicts": judged.verdicts, "accepted": judged.decision.accepted,
@@ -78,7 +89,7 @@ def attempt_transcript(task: dict[str, Any], attempt: int, result: WalkResult | 
             # what the model answered besides a clean reply (cirrus.agents.replies)
             **({"agent_notes": judged.turn.notes} if judged.turn.notes else {}),
         })
-    return {"task_id": task["task_id"], "attempt": attempt, "status": "ok" if result else "error", "error": error,
+    return {"task_id": task.task_id, "attempt": attempt, "status": "ok" if result else "error", "error": error,
             "turns": turns}
 
 
@@ -127,10 +138,12 @@ async def run_eval(settings: EvalSettings, agent: Agent, judge: CoverageJudge, f
         settings.progress, budget(settings))
     tally = {"errors": 0, "tpr_sum": 0.0, "ok": 0}
 
-    async def walk_attempt(task: dict[str, Any], attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def walk_attempt(task: Task, attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
         result, error = None, None
         try:
-            with ToolReplayer.for_task(settings.workspace, task, replay_matching(agent, task)) as replayer:
+            # the agent's tool view reads the task as agents do: the dict of its line
+            matching = replay_matching(agent, task_dict(task))
+            with ToolReplayer.for_task(settings.workspace, task, matching) as replayer:
                 result = await walk(task, agent, judge, fluency, replayer, attempt)
         except EndpointError:
             raise  # a missing or refused key: every attempt would fail the same way

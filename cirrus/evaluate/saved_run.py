@@ -21,6 +21,7 @@ from cirrus.workspace import REPORTS_DIR
 
 if TYPE_CHECKING:
     from cirrus.evaluate.types import AgentTurn
+    from cirrus.schema import Task
 
 __all__ = ["RUN_ID_PATTERN", "RescoreError", "RunJudge", "SavedAttempt", "SavedTurn", "SourceRun", "load_source",
            "run_judge"]
@@ -72,24 +73,38 @@ class SavedTurn:
 
 @dataclass(slots=True)
 class SavedAttempt:
-    task: dict[str, Any]
+    typed_task: Task  # the task the attempt walked
     attempt: int
     row: dict[str, Any] | None  # the source's committed attempts row
     transcript: dict[str, Any] | None
     turns: list[SavedTurn] = field(default_factory=list)
 
     @property
+    def task(self) -> dict[str, Any]:
+        """The task as the dict of its ``tasks.jsonl`` line, for the readers
+        of a mapping (``cirrus judge-consistency``, :mod:`cirrus.judges.consistency`);
+        Cirrus's rescore reads :attr:`typed_task`."""
+        from cirrus.schema import task_dict
+
+        return task_dict(self.typed_task)
+
+    @property
     def status(self) -> str:
         return self.row["status"] if self.row else "missing"
 
     @classmethod
-    def build(cls, task: dict[str, Any], attempt: int, row: dict[str, Any] | None,
+    def build(cls, task: Task | Mapping[str, Any], attempt: int, row: dict[str, Any] | None,
               transcript: dict[str, Any] | None) -> SavedAttempt:
+        """The saved attempt of ``task`` (a mapping is validated into a
+        :class:`~cirrus.schema.Task`): its turns, each with the input it answered."""
+        from cirrus.schema import as_task
+
+        task = as_task(task)
         saved = cls(task, attempt, row, transcript)
         if not row or row.get("status") != "ok" or not transcript:
             return saved
         stats = row.get("turns") or []
-        history = list(task.get("history") or [])
+        history = list(task.history)
         for index, data in enumerate(transcript.get("turns") or []):
             history = history + _context(task, data.get("checkpoint"))  # as the walk adds it (docs/checkpoints.md)
             turn = SavedTurn(history, data.get("query", ""), data, stats[index] if index < len(stats) else {})
@@ -104,17 +119,17 @@ class SavedAttempt:
     def finished_at(self, history: list[dict[str, Any]]) -> SavedTurn | None:
         """The saved turn after which the dialogue is ``history`` (the fluency
         check's history also holds the next checkpoint's context, if any)."""
-        contexts = [_context(self.task, k) for k in range(1, len(self.task.get("checkpoints") or []) + 1)]
+        contexts = [_context(self.typed_task, k) for k in range(1, len(self.typed_task.checkpoints) + 1)]
         return next((t for t in self.turns if history[:len(t.after)] == t.after and (
             len(history) == len(t.after) or history[len(t.after):] in contexts)), None)
 
 
-def _context(task: dict[str, Any], checkpoint: Any) -> list[dict[str, Any]]:
+def _context(task: Task, checkpoint: Any) -> list[dict[str, Any]]:
     """The ``context`` of checkpoint ``checkpoint`` (1-based) of a select-mode
     task; empty when it has none or the number is not a checkpoint's."""
-    checkpoints = task.get("checkpoints") or []
+    checkpoints = task.checkpoints
     if isinstance(checkpoint, int) and 0 < checkpoint <= len(checkpoints):
-        return list(checkpoints[checkpoint - 1].get("context") or [])
+        return list(checkpoints[checkpoint - 1].context or [])
     return []
 
 
@@ -124,7 +139,7 @@ class SourceRun:
     directory: Path
     run: dict[str, Any]
     summary: dict[str, Any]
-    tasks: list[dict[str, Any]]
+    tasks: list[Task]
     attempts: int
     saved: dict[tuple[str, int], SavedAttempt]
 
@@ -139,7 +154,7 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
     no such run, a subtask run, an unfinished run, or tasks that are not the
     ones the run was made on (its dataset hash differs)."""
     from cirrus.evaluate.store import ATTEMPTS_FILE, RUN_FILE, TRANSCRIPTS_FILE
-    from cirrus.evaluate.tasks import dataset_hash, load_tasks
+    from cirrus.evaluate.tasks import TaskIndex
 
     if not RUN_ID_PATTERN.fullmatch(run_id) or run_id.startswith("."):  # never a run outside reports/
         raise RescoreError(f"run id {run_id!r}: a run id has letters, digits, '.', '_' and '-' only")
@@ -157,15 +172,15 @@ def load_source(workspace: Path, run_id: str) -> SourceRun:
     fingerprint = run.get("fingerprint") or {}
     if "tasks" not in run or "attempts" not in fingerprint or "dataset" not in fingerprint:
         raise RescoreError(f"{run_file} does not say which tasks and attempts the run was made of")
-    tasks = load_tasks(workspace, run["tasks"])
-    if len(tasks) != run["tasks"] or dataset_hash(tasks) != fingerprint["dataset"]:
+    index = TaskIndex.scan(workspace, run["tasks"])
+    if len(index) != run["tasks"] or index.dataset_hash != fingerprint["dataset"]:
         raise RescoreError(f"{workspace / 'tickets/tasks.jsonl'} is not the task set run {run_id} was made on "
                            "(its dataset hash differs): rescore in the workspace the run was made in")
     rows = {(r["task_id"], r["attempt"]): r for r in read_jsonl(directory / ATTEMPTS_FILE)}
     transcripts = {(t["task_id"], t["attempt"]): t for t in read_jsonl(directory / TRANSCRIPTS_FILE)}
     attempts = int(fingerprint["attempts"])
-    saved = {(t["task_id"], a): SavedAttempt.build(t, a, rows.get((t["task_id"], a)),
-                                                   transcripts.get((t["task_id"], a)))
+    tasks = list(index.tasks())
+    saved = {(t.task_id, a): SavedAttempt.build(t, a, rows.get((t.task_id, a)), transcripts.get((t.task_id, a)))
              for t in tasks for a in range(attempts)}
     return SourceRun(run_id, directory, run, summary, tasks, attempts, saved)
 

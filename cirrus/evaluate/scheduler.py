@@ -39,10 +39,11 @@ from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.tasks import TaskIndex, TaskRef
 from cirrus.llm.providers import EndpointError
 from cirrus.pricing import Price, run_cost
+from cirrus.schema import Task
 from cirrus.usage import UsageLedger, recording
 
 # (task, attempt) -> (attempts.jsonl row, transcripts.jsonl record); the row has "status"
-AttemptRunner = Callable[[dict[str, Any], int], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]
+AttemptRunner = Callable[[Task, int], Awaitable[tuple[dict[str, Any], dict[str, Any]]]]
 
 
 @dataclass
@@ -203,7 +204,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
 
         async def one(ref: TaskRef, attempt: int) -> None:
             nonlocal committed
-            task = index.load(ref)
+            task = index.load_task(ref)
             ledger = UsageLedger()
             with recording(ledger):
                 row, transcript = await run_attempt(task, attempt)

@@ -21,6 +21,11 @@ Pieces:
   :func:`finalize_subtask_run`: ``subtasks.parquet``, ``transcripts.jsonl``,
   ``summary.json``.
 
+Tasks and checkpoints travel as :class:`~cirrus.schema.Task` and
+:class:`~cirrus.schema.Checkpoint` (a mapping given to an entry point is
+validated into one); the agent is given the dict of the task's line
+(``TurnRequest.task``), built once per (task, attempt).
+
 Errors: an infrastructure failure on one subtask (API errors after retries,
 a judge that never answered parseably) marks that subtask ``status =
 "error"`` and the other subtasks of the attempt are still asked; the
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
     from cirrus.metrics import CheckpointDecision
     from cirrus.evaluate.run_settings import EvalSettings
     from cirrus.evaluate.tasks import TaskIndex
+    from cirrus.schema import Checkpoint, Task
 
 MODE_WALK = "walk"
 MODE_SUBTASK = "subtask"
@@ -72,11 +78,11 @@ class Replay(Protocol):
 # --------------------------------------------------------------------------
 
 
-def _context(checkpoint: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _context(checkpoint: Checkpoint) -> list[dict[str, Any]]:
     """A checkpoint's optional ``context``: the real messages between the
-    previous checkpoint's reference reply and its query (absent or a list)."""
-    context = checkpoint.get("context")
-    return [dict(m) for m in context] if isinstance(context, list) else []
+    previous checkpoint's reference reply and its query (copies; empty when
+    it has none)."""
+    return [dict(m) for m in checkpoint.context or []]
 
 
 def consume_calls(messages: Iterable[Mapping[str, Any]], replay: Replay) -> None:
@@ -97,35 +103,38 @@ def consume_calls(messages: Iterable[Mapping[str, Any]], replay: Replay) -> None
                 pass
 
 
-def reference_turn(checkpoint: Mapping[str, Any], number: int, replay: Replay) -> list[dict[str, Any]]:
+def reference_turn(checkpoint: Checkpoint | Mapping[str, Any], number: int, replay: Replay) -> list[dict[str, Any]]:
     """Checkpoint ``number``'s reference agent turn as OpenAI messages: its
     tool calls (ids ``ref-<number>-<i>``, arguments as JSON strings) and
     their results replayed from the cassette, then the reply (none when
-    empty)."""
+    empty).  ``checkpoint``: a :class:`~cirrus.schema.Checkpoint` (a mapping
+    is validated into one)."""
     from cirrus.agents import prompts
+    from cirrus.evaluate.walk import as_checkpoint
     from cirrus.replay import NoRecordedResult
 
+    checkpoint = as_checkpoint(checkpoint)
     messages: list[dict[str, Any]] = []
-    calls = checkpoint.get("tool_calls") or []
+    calls = checkpoint.tool_calls
     if calls:
         ids = [f"ref-{number}-{i}" for i in range(len(calls))]
         messages.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": cid, "type": "function",
-             "function": {"name": call["name"], "arguments": json.dumps(call.get("arguments", {}), ensure_ascii=False)}}
+             "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}
             for cid, call in zip(ids, calls)]})
         for cid, call in zip(ids, calls):
             try:
-                content = prompts.tool_result_content(replay.call(call["name"], call.get("arguments", {})))
+                content = prompts.tool_result_content(replay.call(call.name, call.arguments))
             except NoRecordedResult:
                 content = prompts.no_recorded_result_content()  # what the agent's own call would get
             messages.append({"role": "tool", "tool_call_id": cid, "content": content})
-    reply = checkpoint.get("reply") or ""
+    reply = checkpoint.reply
     if reply.strip():
         messages.append({"role": "assistant", "content": reply})
     return messages
 
 
-def reference_histories(task: Mapping[str, Any], replay: Replay, *,
+def reference_histories(task: Task | Mapping[str, Any], replay: Replay, *,
                         at_checkpoint: Callable[[int], None] | None = None) -> list[list[dict[str, Any]]]:
     """The real history before each checkpoint's query: item ``k - 1`` is
     what the agent sees before ``query_k`` in subtask ``k``.
@@ -138,9 +147,13 @@ def reference_histories(task: Mapping[str, Any], replay: Replay, *,
     calls go to), fresh for the task.  ``at_checkpoint(k)`` is called when
     ``replay`` stands past every call the real dialogue made before
     checkpoint ``k``'s query (history and contexts included): where the
-    agent's own replay of subtask ``k`` must start."""
-    checkpoints = task["checkpoints"]
-    base = [dict(m) for m in task.get("history") or []]
+    agent's own replay of subtask ``k`` must start.  ``task``: a
+    :class:`~cirrus.schema.Task` (a mapping is validated into one)."""
+    from cirrus.schema import as_task
+
+    task = as_task(task)
+    checkpoints = task.checkpoints
+    base = [dict(m) for m in task.history]
     consume_calls(base, replay)
     histories: list[list[dict[str, Any]]] = []
     so_far = base
@@ -151,16 +164,19 @@ def reference_histories(task: Mapping[str, Any], replay: Replay, *,
             at_checkpoint(number)
         before = so_far + context
         histories.append(before)
-        so_far = before + [{"role": "user", "content": checkpoint["query"]}] + reference_turn(checkpoint, number,
-                                                                                                replay)
+        so_far = before + [{"role": "user", "content": checkpoint.query}] + reference_turn(checkpoint, number,
+                                                                                              replay)
     return histories
 
 
-def reference_history(task: Mapping[str, Any], k: int, replay: Replay) -> list[dict[str, Any]]:
+def reference_history(task: Task | Mapping[str, Any], k: int, replay: Replay) -> list[dict[str, Any]]:
     """The real history before checkpoint ``k``'s (1-based) query; see
     :func:`reference_histories` (``replay`` fresh for the task)."""
-    if not 1 <= k <= len(task["checkpoints"]):
-        raise ValueError(f"checkpoint {k} is not in 1..{len(task['checkpoints'])}")
+    from cirrus.schema import as_task
+
+    task = as_task(task)
+    if not 1 <= k <= len(task.checkpoints):
+        raise ValueError(f"checkpoint {k} is not in 1..{len(task.checkpoints)}")
     return reference_histories(task, replay)[k - 1]
 
 
@@ -176,20 +192,26 @@ def message_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
     return count_tokens("\n".join(m.get("content") or json.dumps(m.get("tool_calls", "")) for m in messages))
 
 
-def agent_input_tokens(task: Mapping[str, Any], messages: Sequence[Mapping[str, Any]],
+def agent_input_tokens(task: Task | Mapping[str, Any], messages: Sequence[Mapping[str, Any]],
                        system_prompt: str | None = None) -> int:
     """Tokens of the whole input the agent is sent for a subtask, as the
     paper's Table 4 bins it: the system message (``system_prompt``, default
     Cirrus's own, with the task's knowledge), the task's tool schemas as
     JSON, and ``messages`` (real history + query), counted with the run's
     tokenizer (Cirrus's offline ``cl100k_base``,
-    :func:`cirrus.agents.prompts.request_tokens`)."""
+    :func:`cirrus.agents.prompts.request_tokens`).  ``task``: the task as
+    the agent is given it (the dict of its line, :func:`~cirrus.schema.task_dict`;
+    a :class:`~cirrus.schema.Task` is turned into that dict)."""
     from cirrus.agents import prompts
     from cirrus.offline import count_tokens
+    from cirrus.schema import Task, task_dict
     from cirrus.tool_matching import without_rules
 
-    system = prompts.system_message(task, system_prompt if system_prompt is not None else prompts.SYSTEM_PROMPT)
-    return prompts.request_tokens(system, without_rules(task.get("tools") or None), messages, count_tokens)
+    seen_by_agent = task_dict(task) if isinstance(task, Task) else task
+    system = prompts.system_message(seen_by_agent,
+                                    system_prompt if system_prompt is not None else prompts.SYSTEM_PROMPT)
+    return prompts.request_tokens(system, without_rules(seen_by_agent.get("tools") or None), messages,
+                                  count_tokens)
 
 
 # --------------------------------------------------------------------------
@@ -231,7 +253,7 @@ class SubtaskAttempt:
         return None if failed is None else f"checkpoint {failed.checkpoint}: {failed.error}"
 
 
-async def run_subtasks(task: dict[str, Any], agent: Agent, judge: CoverageJudge, workspace: Path,
+async def run_subtasks(task: Task | Mapping[str, Any], agent: Agent, judge: CoverageJudge, workspace: Path,
                        attempt: int = 0) -> SubtaskAttempt:
     """Ask and judge every subtask of ``task`` once.  The history is built
     with a replayer of its own; the agent's calls in subtask ``k`` go to a
@@ -240,40 +262,45 @@ async def run_subtasks(task: dict[str, Any], agent: Agent, judge: CoverageJudge,
     reference turns already played), so a call the ticket repeated gets the
     answer recorded at that point, not the first one.
     :class:`~cirrus.llm.providers.EndpointError` (a refused key) is raised;
-    any other failure is that subtask's error."""
+    any other failure is that subtask's error.  ``task``: a
+    :class:`~cirrus.schema.Task` (a mapping is validated into one)."""
+    from cirrus.agents.config import replay_matching
     from cirrus.replay import ToolReplayer
+    from cirrus.schema import as_task, task_dict
 
     started = time.perf_counter()
+    task = as_task(task)
+    seen_by_agent = task_dict(task)  # TurnRequest.task: the task's line, as agents read it
     system_prompt = getattr(agent, "system_prompt", None)
     with ToolReplayer.for_task(workspace, task) as history_replay:
         positions: list[dict[int, int]] = []
         histories = reference_histories(task, history_replay,
                                         at_checkpoint=lambda _: positions.append(history_replay.position()))
     results: list[SubtaskResult] = []
-    from cirrus.agents.config import replay_matching
-
-    with ToolReplayer.for_task(workspace, task, replay_matching(agent, task)) as replayer:
-        for number, (checkpoint, history) in enumerate(zip(task["checkpoints"], histories), 1):
-            results.append(await _run_subtask(task, number, checkpoint, history, positions[number - 1], replayer,
-                                              agent, judge, attempt, system_prompt))
+    with ToolReplayer.for_task(workspace, task, replay_matching(agent, seen_by_agent)) as replayer:
+        for number, (checkpoint, history) in enumerate(zip(task.checkpoints, histories), 1):
+            results.append(await _run_subtask(seen_by_agent, number, checkpoint, history, positions[number - 1],
+                                              replayer, agent, judge, attempt, system_prompt))
     return SubtaskAttempt(results, time.perf_counter() - started)
 
 
-async def _run_subtask(task: dict[str, Any], number: int, checkpoint: Mapping[str, Any],
+async def _run_subtask(seen_by_agent: dict[str, Any], number: int, checkpoint: Checkpoint,
                        history: list[dict[str, Any]], position: dict[int, int], replayer: Any, agent: Agent,
                        judge: CoverageJudge, attempt: int, system_prompt: str | None) -> SubtaskResult:
+    """Subtask ``number`` (``checkpoint``) asked after the real ``history``;
+    ``seen_by_agent``: the task as the agent is given it."""
     from cirrus.evaluate.types import TurnRequest
     from cirrus.evaluate.walk import _verdict_record, judge_checkpoint
     from cirrus.llm.providers import EndpointError
 
-    seen = history + [{"role": "user", "content": checkpoint["query"]}]
-    result = SubtaskResult(number, checkpoint.get("reply_type", ""), agent_input_tokens(task, seen, system_prompt),
+    seen = history + [{"role": "user", "content": checkpoint.query}]
+    result = SubtaskResult(number, checkpoint.reply_type, agent_input_tokens(seen_by_agent, seen, system_prompt),
                            len(history), dialogue_tokens=message_tokens(seen),
-                           needs_tool=bool(checkpoint.get("tool_calls")))
+                           needs_tool=bool(checkpoint.tool_calls))
     begun = time.perf_counter()
     try:
         replayer.seek(position)
-        result.turn = await agent.respond(TurnRequest(task, history, checkpoint["query"], attempt), replayer)
+        result.turn = await agent.respond(TurnRequest(seen_by_agent, history, checkpoint.query, attempt), replayer)
         result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn,
                                                           matching=getattr(replayer, "matching", None))
         result.verdicts.append(_verdict_record("coverage", number, verdict, result.decision.accepted))
@@ -305,34 +332,43 @@ def _subtask_record(result: SubtaskResult) -> dict[str, Any]:
     }
 
 
-def subtask_attempt_row(task: Mapping[str, Any], attempt: int, result: SubtaskAttempt | None,
+def subtask_attempt_row(task: Task | Mapping[str, Any], attempt: int, result: SubtaskAttempt | None,
                         error: str | None = None) -> dict[str, Any]:
     """The ``attempts.jsonl`` line of a (task, attempt) in subtask mode:
     ``mode``, ``status`` (``error`` when any subtask, or the attempt itself,
-    failed), ``subtasks`` (one record per checkpoint)."""
+    failed), ``subtasks`` (one record per checkpoint).  ``task``: a
+    :class:`~cirrus.schema.Task` (a mapping is validated into one)."""
+    from cirrus.schema import as_task
+
+    task = as_task(task)
     subtasks = [_subtask_record(s) for s in result.subtasks] if result is not None else []
     error = error if result is None else result.error
     ok = [s for s in subtasks if s["status"] == "ok"]
-    return {"task_id": task["task_id"], "attempt": attempt, "mode": MODE_SUBTASK, "category": task.get("category"),
-            "checkpoints": len(task["checkpoints"]), "status": "ok" if error is None else "error", "error": error,
+    return {"task_id": task.task_id, "attempt": attempt, "mode": MODE_SUBTASK, "category": task.category,
+            "checkpoints": len(task.checkpoints), "status": "ok" if error is None else "error", "error": error,
             "input_tokens": sum(s["api_input_tokens"] or 0 for s in ok),
             "output_tokens": sum(s["stl"] or 0 for s in ok),
             "wall_s": None if result is None else round(result.wall_s, 4), "subtasks": subtasks}
 
 
-def subtask_transcript(task: Mapping[str, Any], attempt: int, result: SubtaskAttempt | None,
+def subtask_transcript(task: Task | Mapping[str, Any], attempt: int, result: SubtaskAttempt | None,
                        error: str | None = None) -> dict[str, Any]:
     """The ``transcripts.jsonl`` line: per subtask the query, the reference,
     the agent's messages, tool calls and verdicts (the real history is not
     repeated: it follows from the task, ``history_messages`` says how long
-    it was)."""
+    it was).  ``task``: a :class:`~cirrus.schema.Task` (a mapping is
+    validated into one)."""
+    from cirrus.schema import as_task
+
+    task = as_task(task)
     subtasks = []
     for s in result.subtasks if result is not None else []:
-        checkpoint = task["checkpoints"][s.checkpoint - 1]
+        checkpoint = task.checkpoints[s.checkpoint - 1]
         turn = s.turn
         subtasks.append({
-            "checkpoint": s.checkpoint, "history_messages": s.history_messages, "query": checkpoint["query"],
-            "reference": checkpoint["reply"], "reference_tool_calls": checkpoint.get("tool_calls") or [],
+            "checkpoint": s.checkpoint, "history_messages": s.history_messages, "query": checkpoint.query,
+            "reference": checkpoint.reply,
+            "reference_tool_calls": [call.model_dump(mode="json") for call in checkpoint.tool_calls],
             "agent_messages": turn.messages if turn else [], "agent_text": turn.text if turn else None,
             "tool_calls": [c.record() for c in (turn.tool_calls if turn else [])],
             "verdicts": s.verdicts, "accepted": s.decision.accepted if s.decision else None,
@@ -340,7 +376,7 @@ def subtask_transcript(task: Mapping[str, Any], attempt: int, result: SubtaskAtt
             **({"agent_notes": turn.notes} if turn and turn.notes else {}),
         })
     error = error if result is None else result.error
-    return {"task_id": task["task_id"], "attempt": attempt, "mode": MODE_SUBTASK,
+    return {"task_id": task.task_id, "attempt": attempt, "mode": MODE_SUBTASK,
             "status": "ok" if error is None else "error", "error": error, "subtasks": subtasks}
 
 
@@ -506,7 +542,7 @@ async def run_subtask_eval(settings: EvalSettings, agent: Agent, judge: Coverage
         f"subtasks {settings.run_id}", settings.progress, budget(settings))
     tally = {"errors": 0, "accepted": 0, "asked": 0}
 
-    async def subtask_attempt(task: dict[str, Any], attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def subtask_attempt(task: Task, attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
         result, error = None, None
         try:
             result = await run_subtasks(task, agent, judge, settings.workspace, attempt)

@@ -2,9 +2,14 @@
 
 A run over tens of thousands of tasks should not hold them all in memory
 (a task with its knowledge documents is tens of KiB): :class:`TaskIndex`
-reads ``tickets/tasks.jsonl`` once, checking every line and keeping only
-where each task is and what scheduling needs, and :meth:`TaskIndex.load`
-reads one task back when an attempt starts.
+reads ``tickets/tasks.jsonl`` once, checking every line (valid JSON, a
+valid :class:`~cirrus.schema.Task`) and keeping only where each task is and
+what scheduling needs, and :meth:`TaskIndex.load_task` reads one task back,
+validated into a :class:`~cirrus.schema.Task`, when an attempt starts.
+:meth:`TaskIndex.load` and iterating the index give the lines as read
+(dicts), for the readers of a mapping: the agents under test (the retrieval
+baseline's index, the workspace's tool set), report loading, the tool
+server.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import ValidationError
+
+from cirrus.schema import Task
 from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
 
 
@@ -57,6 +65,7 @@ def dataset_hash(tasks: Iterable[dict[str, Any]]) -> str:
 
 
 def _checked(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    """Line ``number`` of ``path`` parsed: a JSON object with a ``task_id`` and checkpoints."""
     try:
         task = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -69,12 +78,21 @@ def _checked(path: Path, number: int, line: bytes) -> dict[str, Any]:
     return task
 
 
-def _input_tokens(task: dict[str, Any]) -> int:
-    """The task's recorded input tokens (0 when absent or not a number: it
-    only orders the walks)."""
-    stats = task.get("stats")
-    tokens = stats.get("input_tokens") if isinstance(stats, dict) else None
-    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else 0
+def validation_problem(error: ValidationError) -> str:
+    """The first problem of ``error``: where in the task (``checkpoints.0.query``) and what."""
+    problem = error.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"]) or "task"
+    return f"{where}: {problem['msg']}"
+
+
+def _validated(path: Path, number: int, raw: dict[str, Any]) -> Task:
+    """Line ``number``'s task (``raw``, as :func:`_checked` read it) as a
+    :class:`Task`; a :class:`TaskFileError` naming the line and the field
+    when it is not a valid one."""
+    try:
+        return Task.model_validate(raw)
+    except ValidationError as exc:
+        raise TaskFileError(f"{path}:{number}: not a valid task ({validation_problem(exc)})") from None
 
 
 class TaskIndex:
@@ -106,26 +124,38 @@ class TaskIndex:
                     break
                 if not line.strip():
                     continue
-                task = _checked(path, number, line)
-                task_id = task["task_id"]
-                if task_id in seen:
-                    raise TaskFileError(f"{path}:{number}: task_id {task_id!r} repeats line {seen[task_id]}")
-                seen[task_id] = number
-                hasher.add(task)
-                refs.append(TaskRef(task_id, number, start, len(line), len(task["checkpoints"]),
-                                    _input_tokens(task)))
+                raw = _checked(path, number, line)
+                task = _validated(path, number, raw)
+                if task.task_id in seen:
+                    raise TaskFileError(f"{path}:{number}: task_id {task.task_id!r} repeats line {seen[task.task_id]}")
+                seen[task.task_id] = number
+                hasher.add(raw)  # the line as read: the hash of a run's tasks does not depend on the model
+                refs.append(TaskRef(task.task_id, number, start, len(line), len(task.checkpoints),
+                                    task.stats.input_tokens))
         return cls(path, refs, hasher.hexdigest())
 
     def __len__(self) -> int:
         return len(self.refs)
 
+    def load_task(self, ref: TaskRef) -> Task:
+        """One task, read again from the file and validated."""
+        return _validated(self.path, ref.line, self.load(ref))
+
+    def tasks(self) -> Iterator[Task]:
+        """Every task, validated, streamed in file order."""
+        with self.path.open("rb") as handle:
+            for ref in self.refs:
+                yield _validated(self.path, ref.line, self._read(handle, ref))
+
     def load(self, ref: TaskRef) -> dict[str, Any]:
-        """One task, read again from the file."""
+        """One task's line, read again from the file, as a dict (the line as
+        read; :meth:`load_task` for the typed task)."""
         with self.path.open("rb") as handle:
             return self._read(handle, ref)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        """Every task, streamed in file order."""
+        """Every task's line as a dict, streamed in file order (:meth:`tasks`
+        for the typed tasks)."""
         with self.path.open("rb") as handle:
             for ref in self.refs:
                 yield self._read(handle, ref)
@@ -142,5 +172,12 @@ class TaskIndex:
 
 
 def load_tasks(workspace: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order, in memory."""
+    """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order, in
+    memory, as the dicts of their lines (checked valid tasks)."""
     return list(TaskIndex.scan(workspace, limit))
+
+
+def load_typed_tasks(workspace: Path, limit: int | None = None) -> list[Task]:
+    """The first ``limit`` tasks of ``tickets/tasks.jsonl``, in file order, in
+    memory, as :class:`Task`s."""
+    return list(TaskIndex.scan(workspace, limit).tasks())

@@ -7,17 +7,23 @@ the same calls and they were answered from the cassette); the same turn may
 also cover later checkpoints (a logical jump); the walk stops at the first
 rejected turn, after the last checkpoint, or when the next real customer
 message can no longer follow the dialogue.
+
+The walk reads the task as a :class:`~cirrus.schema.Task`; the agent is
+given it as the dict of its ``tasks.jsonl`` line (``TurnRequest.task``,
+:func:`~cirrus.schema.task_dict`), built once per walk.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cirrus.evaluate.types import AgentTurn, Agent, CoverageJudge, FluencyChecker, TurnRequest, Verdict
 from cirrus.metrics import CheckpointDecision, WalkOutcome, accepts
 from cirrus.replay import ToolReplayer
+from cirrus.schema import Checkpoint, Task, as_task, task_dict
 from cirrus.tool_matching import ToolMatching, match_key
 
 
@@ -49,8 +55,15 @@ class WalkResult:
         return sum(t.turn.output_tokens for t in self.turns)
 
 
-async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]], answered: dict[str, Any],
-                       judged: dict[str, Any], candidate: str) -> Verdict | None:
+def as_checkpoint(value: Checkpoint | Mapping[str, Any]) -> Checkpoint:
+    """``value`` as a :class:`Checkpoint`: a checkpoint as it is, a mapping
+    (a checkpoint of a ``tasks.jsonl`` line) validated."""
+    return value if isinstance(value, Checkpoint) else Checkpoint.model_validate(dict(value))
+
+
+async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]],
+                       answered: Checkpoint | Mapping[str, Any], judged: Checkpoint | Mapping[str, Any],
+                       candidate: str) -> Verdict | None:
     """The judge's verdict on whether ``candidate``, the agent's reply to
     checkpoint ``answered``'s query (the last message of ``history``), holds
     the key information of checkpoint ``judged``'s reference reply; ``None``
@@ -60,27 +73,31 @@ async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]], answ
     so (:meth:`CoverageJudge.covers_later`): the later reference was written
     after the customer's later message, which the agent never saw.  A judge
     without ``covers_later`` is asked the plain question (with the later
-    query as the customer's last message)."""
-    if not judged["reply"].strip():
+    query as the customer's last message).  The checkpoints may be
+    mappings (``cirrus judge-consistency`` asks with those of a saved run)."""
+    answered, judged = as_checkpoint(answered), as_checkpoint(judged)
+    if not judged.reply.strip():
         return None
     covers_later = getattr(judge, "covers_later", None)
     if covers_later is None or judged is answered or judged == answered:
-        return await judge.covers(history, judged["query"], judged["reply"], candidate)
-    return await covers_later(history, answered["query"], candidate, judged["query"], judged["reply"])
+        return await judge.covers(history, judged.query, judged.reply, candidate)
+    return await covers_later(history, answered.query, candidate, judged.query, judged.reply)
 
 
 async def judge_checkpoint(
-    judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: dict[str, Any], turn: AgentTurn,
-    answered: dict[str, Any] | None = None, matching: ToolMatching | None = None,
+    judge: CoverageJudge, history: list[dict[str, Any]], checkpoint: Checkpoint | Mapping[str, Any],
+    turn: AgentTurn, answered: Checkpoint | Mapping[str, Any] | None = None, matching: ToolMatching | None = None,
 ) -> tuple[CheckpointDecision, Verdict | None]:
     """``accepts(response, k)`` of the contract for one checkpoint;
     ``answered`` is the checkpoint whose query the turn answered (default:
     ``checkpoint`` itself); ``matching``: the argument-matching rules the
     replay answered the calls with (:mod:`cirrus.tool_matching`), so that a
     call the cassette answered under them is the reference call it matched."""
-    verdict = await ask_coverage(judge, history, answered or checkpoint, checkpoint, turn.text)
+    checkpoint = as_checkpoint(checkpoint)
+    verdict = await ask_coverage(judge, history, checkpoint if answered is None else answered, checkpoint,
+                                 turn.text)
     rr = verdict.ok if verdict is not None else True  # True: a checkpoint of tool calls only
-    reference = [(c["name"], match_key(c["name"], c["arguments"], matching)) for c in checkpoint["tool_calls"]]
+    reference = [(c.name, match_key(c.name, c.arguments, matching)) for c in checkpoint.tool_calls]
     made = [(c.name, match_key(c.name, c.arguments, matching), c.recorded) for c in turn.tool_calls]
     return accepts(rr, reference, made), verdict
 
@@ -99,18 +116,23 @@ def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: boo
 
 
 async def walk(
-    task: dict[str, Any],
+    task: Task | Mapping[str, Any],
     agent: Agent,
     judge: CoverageJudge,
     fluency: FluencyChecker,
     replayer: ToolReplayer,
     attempt: int = 0,
 ) -> WalkResult:
+    """Walk ``task`` (a :class:`Task`; a mapping is validated into one) with
+    ``agent``, judged by ``judge`` and ``fluency``, its tool calls answered by
+    ``replayer``."""
     started = time.perf_counter()
-    checkpoints = task["checkpoints"]
+    task = as_task(task)
+    seen_by_agent = task_dict(task)  # TurnRequest.task: the task's line, as agents read it
+    checkpoints = task.checkpoints
     total = len(checkpoints)
     matching = getattr(replayer, "matching", None)  # the rules the replay answers with
-    history: list[dict[str, Any]] = list(task.get("history", []))
+    history: list[dict[str, Any]] = list(task.history)
     k, covered, accepted_turns = 1, 0, 0
     stl_accepted: list[int] = []
     stl_rejected: int | None = None
@@ -119,11 +141,11 @@ async def walk(
         current = checkpoints[k - 1]
         # the real turns between the previous checkpoint and this query (select-mode
         # tasks, docs/checkpoints.md); a jump skips the contexts of the checkpoints it covered
-        history = history + list(current.get("context") or [])
-        turn = await agent.respond(TurnRequest(task, history, current["query"], attempt), replayer)
-        seen = history + [{"role": "user", "content": current["query"]}]
+        history = history + list(current.context or [])
+        turn = await agent.respond(TurnRequest(seen_by_agent, history, current.query, attempt), replayer)
+        seen = history + [{"role": "user", "content": current.query}]
         decision, verdict = await judge_checkpoint(judge, seen, current, turn, matching=matching)
-        record = JudgedTurn(k, current.get("reply_type", ""), turn, decision)
+        record = JudgedTurn(k, current.reply_type, turn, decision)
         record.verdicts.append(_verdict_record("coverage", k, verdict, decision.accepted))
         judged.append(record)
         if not decision.accepted:
@@ -144,8 +166,8 @@ async def walk(
         if j == total:
             break
         k = j + 1
-        follows = await fluency.follows(history + list(checkpoints[k - 1].get("context") or []),
-                                        checkpoints[k - 1]["query"])
+        follows = await fluency.follows(history + list(checkpoints[k - 1].context or []),
+                                        checkpoints[k - 1].query)
         record.fluent = follows.ok
         record.verdicts.append(_verdict_record("fluency", k, follows, follows.ok))
         if not follows.ok:

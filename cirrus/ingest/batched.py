@@ -20,7 +20,9 @@ ingest runs twice:
 
 The price is de-identifying twice (the CPU of ingest, doubled) for half the
 annotator's bill; the manifest's ``usage.annotator`` counts the calls as
-``batch_calls``.
+``batch_calls``.  Each pass runs the corpus pass of :func:`run_ingest`
+(docs/canned-lines.md) on the same input, which finds the same canned lines,
+so the requests of the first pass are the tickets of the second.
 """
 
 from __future__ import annotations

@@ -25,11 +25,17 @@ the English path unchanged:
   ``好的？`` does not);
 * the message is filler only when every clause is and at least one piece
   matched a rule (a message that is only a name, ``王女士``, may be an answer).
+
+On a large corpus ingest also learns the agents' canned lines from the corpus
+itself (:mod:`cirrus.ingest.canned`, docs/canned-lines.md): the Denoiser is
+then given a ``cut_lines`` function that cuts those lines out of every agent
+message first; a message left without words is dropped like filler.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cirrus.cjk import HAN_RANGES
@@ -87,12 +93,23 @@ _ZH_VOCATIVE = re.compile(
 )
 
 
+# what the corpus pass (cirrus.ingest.canned) replaces by a slot before it counts a line
+ZH_GREETED_NAME = _ZH_GREETED_NAME
+ZH_VOCATIVE = _ZH_VOCATIVE
+
+
 def _is_cjk(text: str) -> bool:
     return _CJK_TEXT.search(text) is not None
 
 
 def _zh_length(text: str) -> int:
     return len(_HAN_CHAR.findall(text)) + len(_LATIN_WORD.findall(text))
+
+
+def has_data(text: str) -> bool:
+    """Whether ``text`` carries a value: a digit (full-width too), ``@``,
+    ``://``, a domain, or a Chinese numeral counting something."""
+    return _zh_has_data(text)
 
 
 def _zh_has_data(text: str) -> bool:
@@ -113,15 +130,18 @@ class Denoiser:
     agent: tuple[re.Pattern[str], ...]
     system_keep: tuple[re.Pattern[str], ...]
     drop_system: bool
+    # the corpus's canned lines cut out of an agent message (None: the rules alone)
+    cut_lines: Callable[[str], str] | None = None
 
     @classmethod
-    def from_config(cls, config: DenoiseConfig) -> "Denoiser":
+    def from_config(cls, config: DenoiseConfig, cut_lines: Callable[[str], str] | None = None) -> "Denoiser":
         return cls(
             max_words=config.max_filler_words,
             customer=tuple(re.compile(p) for p in config.customer_filler),
             agent=tuple(re.compile(p) for p in config.agent_filler),
             system_keep=tuple(re.compile(p) for p in config.system_keep),
             drop_system=config.drop_system,
+            cut_lines=cut_lines,
         )
 
     def is_filler(self, event: Event) -> bool:
@@ -156,7 +176,20 @@ class Denoiser:
         return matched_rule
 
     def __call__(self, ticket: Ticket) -> Ticket:
-        return replace(ticket, events=[e for e in ticket.events if not self.is_filler(e)])
+        events = ticket.events if self.cut_lines is None else [
+            cut for cut in (self._cut(e) for e in ticket.events) if cut is not None]
+        return replace(ticket, events=[e for e in events if not self.is_filler(e)])
+
+    def _cut(self, event: Event) -> Event | None:
+        """``event`` without its canned lines; None when nothing is left of an
+        agent message (customer and other events are never touched)."""
+        assert self.cut_lines is not None
+        if event.role != "agent" or not event.text:
+            return event
+        text = self.cut_lines(event.text)
+        if text == event.text:
+            return event
+        return replace(event, text=text) if text else None
 
 
 def _segment(clause: str, rules: tuple[re.Pattern[str], ...]) -> bool | None:

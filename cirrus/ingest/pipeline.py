@@ -27,6 +27,7 @@ from cirrus.ingest.annotate.base import Annotator
 from cirrus.ingest.annotate.requests import collecting_requests
 from cirrus.ingest.annotate.rules import RuleAnnotator
 from cirrus.ingest.annotate.select import AllSelector, CheckpointMode, CheckpointSelector, RuleSelector
+from cirrus.ingest.canned import CannedLines
 from cirrus.ingest.canonical import canonicalize
 from cirrus.ingest.context import context_lines, mark_context
 from cirrus.ingest.cassettes import build_cassette, normalize_arguments
@@ -136,12 +137,14 @@ def oversize(ticket: Ticket, limit: int) -> Quarantined | None:
 class TicketProcessor:
     """All stages for one ticket; one instance per worker process.  A ticket
     over the pipeline's ``[limits] max_ticket_chars`` is quarantined
-    (:func:`oversize`) before any stage reads it."""
+    (:func:`oversize`) before any stage reads it.  ``canned``: the corpus's
+    canned agent lines (the first pass of ingest), cut out while denoising."""
 
     def __init__(self, config: PipelineConfig, kb_docs: list[KnowledgeDoc] | None = None,
                  tool_schemas: dict[str, dict[str, Any]] | None = None,
-                 annotator: AnnotatorSpec = AnnotatorSpec()) -> None:
+                 annotator: AnnotatorSpec = AnnotatorSpec(), canned: CannedLines | None = None) -> None:
         self.config = config
+        self.canned = canned
         self.deids = Deidentifiers(config)
         # Chinese text is segmented with jieba when a language asks for it
         self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
@@ -155,7 +158,8 @@ class TicketProcessor:
 
     def denoiser_for(self, language: str) -> Denoiser:
         if language not in self._denoisers:
-            self._denoisers[language] = Denoiser.from_config(self.config.denoise_for(language))
+            cutter = self.canned.cutter(language) if self.canned is not None else None
+            self._denoisers[language] = Denoiser.from_config(self.config.denoise_for(language), cut_lines=cutter)
         return self._denoisers[language]
 
     def annotator_for(self, language: str) -> Annotator:
@@ -293,15 +297,17 @@ def _safe(processor: Callable[[Ticket], Processed | Skipped | Quarantined],
 
 @dataclass
 class ProcessorFactory:
-    """Picklable recipe for a :class:`TicketProcessor`."""
+    """Picklable recipe for a :class:`TicketProcessor` (``canned`` included:
+    every worker process and Ray actor cuts the same lines)."""
 
     config: PipelineConfig
     kb_docs: list[KnowledgeDoc] | None = None
     tool_schemas: dict[str, dict[str, Any]] | None = None
     annotator: AnnotatorSpec = field(default_factory=AnnotatorSpec)
+    canned: CannedLines | None = None
 
     def __call__(self) -> TicketProcessor:
-        return TicketProcessor(self.config, self.kb_docs, self.tool_schemas, self.annotator)
+        return TicketProcessor(self.config, self.kb_docs, self.tool_schemas, self.annotator, self.canned)
 
 
 class LazyProcessor:

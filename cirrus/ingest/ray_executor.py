@@ -6,6 +6,12 @@ a pool of actors that each hold one Presidio/spaCy engine, and the driver
 streams the outcomes back in input order.  The driver writes the workspace
 with the same code as the local executor, so the two give identical files.
 
+The corpus pass (docs/canned-lines.md) runs on the driver before the
+pipeline starts, reading the raw input in order as the local executor does;
+its :class:`cirrus.ingest.canned.CannedLines` travel to every actor inside
+the :class:`ProcessorFactory`, so the actors cut exactly the lines the local
+pool cuts.
+
 Rows cross process boundaries as pickled bytes: tickets are nested Python
 objects that an Arrow schema would only flatten and rebuild.  On a cluster
 (``--ray-address``) every node needs Cirrus and its pipeline's models

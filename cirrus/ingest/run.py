@@ -15,6 +15,13 @@ ticket file, or a file with another extension, raises
 :class:`NoTicketFiles` (a usage error) and leaves the workspace untouched.
 Loading the de-identification models takes seconds; a line on stderr says
 so when it starts (unless ``progress`` is off).
+
+Before the tickets are processed, the input is read once more for the
+corpus pass (:mod:`cirrus.ingest.canned`, docs/canned-lines.md): the agents'
+lines repeated across many tickets are counted and the procedural ones are
+then cut while denoising, by whichever executor runs.  Below the pipeline's
+``[denoise.corpus] min_corpus_tickets`` nothing changes and the manifest has
+no ``canned_lines``.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from cirrus.usage import UsageLedger
 from cirrus import __version__
 from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer, remove_stale_temps
+from cirrus.ingest.canned import CannedLines, find_canned_lines, wanted
 from cirrus.ingest.cassettes import write_cassette
 from cirrus.ingest.deid.ids import quarantine_id
 from cirrus.ingest.knowledge import load_kb
@@ -50,15 +58,16 @@ from cirrus.ingest.pipeline import (
     Skipped,
     local_outcomes,
     mark_duplicates,
+    oversize,
 )
 from cirrus.ingest.readers import read_tickets
 from cirrus.ingest.readers.files import NoTicketFiles, check_input
 from cirrus.ingest.tool_schemas import load_tool_schemas
-from cirrus.schema import Quarantined
+from cirrus.schema import Quarantined, Ticket
 from cirrus.workspace import IN_PROGRESS_FILE, MANIFEST_FILE, MOCKS_DIR, TASKS_FILE
 
-__all__ = ["IngestOptions", "IngestSummary", "NoTicketFiles", "config_hash", "loading_message", "run_ingest",
-           "selection_entry"]
+__all__ = ["IngestOptions", "IngestSummary", "NoTicketFiles", "canned_lines", "config_hash", "loading_message",
+           "run_ingest", "selection_entry"]
 
 
 @dataclass
@@ -174,7 +183,7 @@ def selection_entry(options: IngestOptions, kept: int, total: int, fallbacks: in
     }
 
 
-def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
+def _manifest(options: IngestOptions, tally: _Tally, canned: CannedLines | None = None) -> dict[str, Any]:
     tokens = sorted(tally.tokens)
     manifest = {
         "cirrus_version": __version__,
@@ -216,12 +225,37 @@ def _manifest(options: IngestOptions, tally: _Tally) -> dict[str, Any]:
     if options.annotator.checkpoints != "all":  # absent for "all": such manifests stay as they were
         manifest["checkpoint_selection"] = selection_entry(options, tally.checkpoints, tally.candidates,
                                                            tally.llm_fallbacks)
+    if canned is not None:  # only when the corpus pass ran: other manifests stay as they were
+        manifest["canned_lines"] = canned.to_manifest()
     return manifest
+
+
+def canned_lines(options: IngestOptions) -> CannedLines | None:
+    """The corpus pass (docs/canned-lines.md): the input's eligible tickets
+    (status ingested, not too large) read once or twice more, on this
+    process, in input order, so every executor gets the same lines.  None when the pass
+    is off or no language has enough tickets."""
+    if not wanted(options.pipeline):
+        return None
+    statuses, limit = frozenset(options.statuses), options.pipeline.limits.max_ticket_chars
+
+    def eligible() -> Iterator[Ticket]:
+        return (item for item in read_tickets(options.raw_path, options.fmt)
+                if isinstance(item, Ticket) and item.status in statuses and oversize(item, limit) is None)
+
+    return find_canned_lines(eligible, options.pipeline)
 
 
 def loading_message(options: IngestOptions) -> str:
     """The line that says why the first ticket takes seconds."""
     return f"loading the de-identification models (spaCy {options.pipeline.deid.spacy_model}, Presidio)…"
+
+
+def _canned_message(canned: CannedLines) -> str:
+    counted = ", ".join(f"{tickets:,} {language}" for language, _, tickets in canned.configs)
+    procedural = sum(line.procedural for line in canned.lines)
+    return (f"canned lines: {procedural} procedural of {len(canned.lines)} frequent agent lines in the tickets counted "
+            f"({counted}) are cut from agent messages (manifest: canned_lines)")
 
 
 def _say(line: str) -> None:
@@ -318,11 +352,15 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     if not options.raw_path.exists():
         raise FileNotFoundError(f"raw input {options.raw_path} does not exist")
     check_input(options.raw_path)
+    canned = canned_lines(options)
+    if canned is not None and options.progress:
+        _say(_canned_message(canned))
     factory = ProcessorFactory(
         config=options.pipeline,
         kb_docs=load_kb(options.kb_dir) if options.kb_dir else None,
         tool_schemas=load_tool_schemas(options.tool_schemas) if options.tool_schemas else None,
         annotator=options.annotator,
+        canned=canned,
     )
     workspace = options.workspace
     mocks = workspace / MOCKS_DIR
@@ -373,7 +411,7 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     for stale in mocks.glob("*.yaml"):
         if stale.name not in written_cassettes:
             stale.unlink()
-    manifest = _keep_creation_time(_manifest(options, tally), workspace / MANIFEST_FILE)
+    manifest = _keep_creation_time(_manifest(options, tally, canned), workspace / MANIFEST_FILE)
     with atomic_writer(workspace / MANIFEST_FILE) as out:
         json.dump(manifest, out, indent=2, ensure_ascii=False)
         out.write("\n")

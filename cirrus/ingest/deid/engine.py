@@ -30,6 +30,7 @@ from cirrus.ingest.deid.recognizers import (
     IpAddressRecognizer,
     LuhnCardRecognizer,
     ObfuscatedEmailRecognizer,
+    ReferenceRecognizer,
     SecretRecognizer,
     ValidatedPhoneRecognizer,
 )
@@ -77,6 +78,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
         IbanRecognizer(supported_language=lang),
         UsSsnRecognizer(supported_language=lang),
         SecretRecognizer(supported_language=lang),
+        ReferenceRecognizer(supported_language=lang),
     ]
     if not base and (extra is None or extra.builtin_recognizers):
         builtin += language_recognizers(lang)

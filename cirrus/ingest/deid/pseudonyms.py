@@ -68,6 +68,9 @@ def _mask_chinese(entity: str, value: str, star: str) -> str:
     return star * max(len(value), 3)
 
 
+_REFERENCE_PREFIX = re.compile(r"[A-Za-z]{1,5}[-_]?(?=\d)")
+
+
 def mask(entity: str, value: str, star: str = "*") -> str:
     """The format-shaped mask of one value (pure; collisions handled by
     :class:`Pseudonymizer`)."""
@@ -98,6 +101,12 @@ def mask(entity: str, value: str, star: str = "*") -> str:
         return _URL_USERINFO.sub(lambda m: f"{m.group(1)}{star * 3}:{star * 3}@", value, count=1)
     if entity == "RESOURCE_ID":
         return _mask_alnum(value, star, head=3, tail=1) if len(value) > 5 else star * len(value)
+    if entity == "REFERENCE_ID":  # a handle keeps its @, a code its letter prefix (INV-); digits hidden
+        if value.startswith("@"):
+            return "@" + _mask_alnum(value[1:], star, head=2, tail=0)
+        prefix = _REFERENCE_PREFIX.match(value)
+        head = prefix.end() if prefix and any(c.isdigit() for c in value[prefix.end():]) else 0
+        return value[:head] + _mask_alnum(value[head:], star, head=0, tail=2 if len(value) - head >= 8 else 0)
     if entity == "SECRET":  # nothing of a credential is kept, not even its length past 40
         return star * min(max(len(value), 8), 40)
     if entity == "DATE_OF_BIRTH":  # keep the year, as HIPAA's safe harbour does

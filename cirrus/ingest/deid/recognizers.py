@@ -388,3 +388,73 @@ class SecretRecognizer(LocalRecognizer):
                             start = line.find(value, start + 1)
             offset += len(line)
         return spans
+
+
+# --- reference numbers: orders, waybills, invoices, members, accounts, tickets, bookings, handles -----------
+
+# a word that says an identifier follows ("order", "waybill", "booking ref", "订单号", "运单号", "会员", "QQ")
+_REFERENCE_CUE_EN = (r"(?i:\b(?:order|purchase|waybill|tracking|shipment|parcel|consignment|invoice|receipt|"
+                     r"member(?:ship)?|loyalty|account|acct|customer|client|ticket|case|booking|reservation|"
+                     r"confirmation|pnr|reference|ref|rma|return|refund|transaction|txn|policy|contract|subscription)"
+                     r"(?:\s+(?:no\.?|nr\.?|number|num|id|code|ref(?:erence)?|#))?)")
+_REFERENCE_CUE_ZH = (r"(?:订单(?:编号|号码|号|ID|id)?|运单(?:编号|号)?|快递单号|物流单号|单号|退货单号|退款单号|发票(?:号码|号)?|"
+                     r"会员(?:卡号|号|ID|id)?|账号|帐号|账户|工单(?:编号|号)?|预订号|预约号|订票号|交易(?:单号|号)|流水号|合同号|保单号|"
+                     r"QQ号?|qq号?|微信号?|淘宝(?:账号|ID|id)|旺旺(?:号|ID)?)")
+_REFERENCE = re.compile(
+    f"(?:{_REFERENCE_CUE_EN}|{_REFERENCE_CUE_ZH})"
+    r"(?:\s*(?:is|was|:|：|#|＃|=|为|是)\s*|\s+|(?<=[\u3400-\u9fff号]))[#＃]?\s*"
+    r"(?P<value>[A-Za-z0-9](?:[A-Za-z0-9]|[-_/.](?=[A-Za-z0-9])){3,39})(?![A-Za-z0-9@])"
+)
+# a reference code by its shape alone: letters, then two or more groups holding 8+ digits (INV-2025-000871)
+_REFERENCE_SHAPE = re.compile(r"(?<![A-Za-z0-9_-])(?P<value>[A-Z]{2,5}[-_](?:\d{3,}[-_]){1,3}\d{3,})(?![A-Za-z0-9_-])")
+# a handle: @name (not an e-mail's domain)
+_HANDLE_AT = re.compile(r"(?<![\w.@])@(?P<value>[A-Za-z][A-Za-z0-9_]{2,29})(?![\w@.-]*\.[A-Za-z]{2,})\b")
+
+
+def _reference_like(value: str, cue: str) -> bool:
+    """A cue's value is an identifier: it holds at least 3 digits (an order
+    "is ready" is no id), or, after a chat-app cue (微信, QQ), is a handle."""
+    digits = sum(c.isdigit() for c in value)
+    if digits >= 3:
+        return not re.fullmatch(r"\d{1,4}[./-]\d{1,2}(?:[./-]\d{1,4})?", value)  # a date, not an id
+    return cue.lower().startswith(("微信", "wechat")) and len(value) >= 6 and any(c.isdigit() or c in "_-" for c in value)
+
+
+class ReferenceRecognizer(LocalRecognizer):
+    """Identifiers that lead to a customer (contract 2): order, waybill,
+    invoice, member, account, ticket and booking numbers, found after a word
+    that names them in English or Chinese (``order #``, ``booking ref``,
+    ``订单号：``, ``运单号``, ``会员``, ``QQ``, ``微信号``) when the value holds
+    digits; reference codes by their shape alone (letters, then digit groups
+    of 8 digits or more: ``INV-2025-000871``); and ``@handles``.  The value's
+    own recognizer wins where one applies (a phone, a card, an account id):
+    ``REFERENCE_ID`` has the lowest priority.  Codes a pipeline declares
+    non-personal (``[deid] non_personal_codes``) are kept."""
+
+    CUE_SCORE = 0.8
+    SHAPE_SCORE = 0.6
+    HANDLE_SCORE = 0.6
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=["REFERENCE_ID"], name="reference_id",
+                         supported_language=supported_language)
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        found: list[tuple[int, int, float, str]] = []
+        for match in _REFERENCE.finditer(text):
+            value = match.group("value").rstrip(".")
+            cue = text[match.start():match.start("value")].strip()
+            if _reference_like(value, cue):
+                found.append((match.start("value"), match.start("value") + len(value), self.CUE_SCORE, "cue"))
+        for match in _REFERENCE_SHAPE.finditer(text):
+            value = match.group("value")
+            if sum(c.isdigit() for c in value) >= 8:
+                found.append((match.start("value"), match.end("value"), self.SHAPE_SCORE, "shape"))
+        for match in _HANDLE_AT.finditer(text):
+            found.append((match.start(), match.end("value"), self.HANDLE_SCORE, "handle"))
+        return [RecognizerResult("REFERENCE_ID", start, end, score,
+                                 AnalysisExplanation(self.name, score, pattern_name=why))
+                for start, end, score, why in found]
