@@ -85,6 +85,9 @@ class DeidConfig(_Strict):
     # whatever a recognizer says (docs/identifiers.md).  Left out of the dump
     # while empty, so a pipeline that does not set it keeps its config hash.
     non_personal_codes: Patterns = Field(default_factory=list, exclude_if=lambda value: not value)
+    # Read what a field's name says its value is (accessToken, dateOfBirth,
+    # 手机号: docs/field-names.md) for keys [deid.field_entities] does not name.
+    read_key_names: bool = True
 
 
 class CannedLinesConfig(_Strict):

@@ -148,7 +148,8 @@ class TicketProcessor:
         self.deids = Deidentifiers(config)
         # Chinese text is segmented with jieba when a language asks for it
         self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
-        self.kb = KnowledgeBase(kb_docs, self.segment_han) if kb_docs else None
+        # the --kb documents go through the same engine as ticket text before any task holds them
+        self.kb = KnowledgeBase(self.deids.documents(kb_docs), self.segment_han) if kb_docs else None
         self.tool_schemas = tool_schemas or {}
         self._annotator_spec = annotator
         self._denoisers: dict[str, Denoiser] = {}

@@ -48,7 +48,7 @@ from cirrus.config import PipelineConfig
 from cirrus.files import atomic_writer, remove_stale_temps
 from cirrus.ingest.canned import CannedLines, find_canned_lines, wanted
 from cirrus.ingest.cassettes import write_cassette
-from cirrus.ingest.deid.ids import quarantine_id
+from cirrus.ingest.deid.ids import quarantine_id, safe_path, safe_reason
 from cirrus.ingest.knowledge import load_kb
 from cirrus.ingest.pipeline import (
     AnnotatorSpec,
@@ -246,6 +246,12 @@ def canned_lines(options: IngestOptions) -> CannedLines | None:
     return find_canned_lines(eligible, options.pipeline)
 
 
+def _safe_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A quarantine or skip entry whose file names hold no personal data
+    (:func:`cirrus.ingest.deid.ids.safe_path`)."""
+    return {**entry, "source": safe_path(entry["source"]), "reason": safe_reason(entry["reason"])}
+
+
 def loading_message(options: IngestOptions) -> str:
     """The line that says why the first ticket takes seconds."""
     return f"loading the de-identification models (spaCy {options.pipeline.deid.spacy_model}, Presidio)…"
@@ -389,10 +395,12 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
                 result = outcome.result
                 if result is None:
                     continue
-                if isinstance(result, Quarantined):  # its id shown only when it reads as a code
-                    tally.quarantined.append(replace(result, ticket_id=quarantine_id(result.ticket_id)).to_manifest())
+                if isinstance(result, Quarantined):  # its id shown only when it reads as a code, its file when safe
+                    tally.quarantined.append(_safe_entry(
+                        replace(result, ticket_id=quarantine_id(result.ticket_id)).to_manifest()))
                 elif isinstance(result, Skipped):
-                    tally.skipped.append({**result.origin.to_manifest(), "ticket_id": result.ticket_id, "reason": result.reason})
+                    tally.skipped.append(_safe_entry({**result.origin.to_manifest(), "ticket_id": result.ticket_id,
+                                                      "reason": result.reason}))
                 else:
                     if result.cassette is not None:
                         relative = result.task["cassette"]

@@ -19,6 +19,7 @@ phrases repeat across tickets and are analysed once per worker.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -33,13 +34,14 @@ from presidio_anonymizer.entities import OperatorConfig
 from cirrus.cjk import CJK_PUNCT_RANGES, HAN_RANGES
 from cirrus.cjk import HAN as _HAN
 from cirrus.config import DeidConfig, LanguageDeidConfig, PipelineConfig
+from cirrus.ingest.deid.keys import entity_of_key
 from cirrus.ingest.deid.normalize import normalised_view
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
 from cirrus.ingest.deid.ids import pseudonymous_id
 from cirrus.ingest.deid.recognizers import not_a_phone
 from cirrus.ingest.deid.pseudonyms import Pseudonymizer
-from cirrus.schema import Event, KnowledgeDoc, Ticket
+from cirrus.schema import Event, KnowledgeDoc, SourceRef, Ticket
 
 # When spans of different types overlap, the more specific (validated) type
 # wins: a Luhn-valid card number is not also a phone number.
@@ -55,6 +57,7 @@ _LATIN_WORDS = re.compile(r"[A-Za-z]{2,}")
 
 # NER sometimes calls "Mar 8" or "CLOUD*TOPUP" a person; names hold none of these
 _NOT_A_NAME = re.compile(r"[0-9*@/_=#]")
+_HAN_IN_TEXT = re.compile(f"[{HAN_RANGES}]")
 _HANDLE = re.compile(r"([a-z]{3,})[._]([a-z]{2,})[._]?\d*")
 _GLUED = re.compile(r"[A-Za-z_]\||\|[A-Za-z_]")
 _POSSESSIVE = re.compile(r"[\x27’]s$")
@@ -156,6 +159,7 @@ class Deidentifier:
         self._entities = list(config.entities)
         self.allow = frozenset(v.lower() for v in [*config.allow_list, *(extra.allow_list if extra else [])])
         self.field_entities = {k.lower(): v for k, v in config.field_entities.items() if v in config.entities}
+        self._wanted = frozenset(config.entities)
         self._cache: OrderedDict[tuple[str, tuple[str, ...], bool], tuple[Span, ...]] = OrderedDict()
         self._cache_size = cache_size
         self._star = config.replacement.mask_char
@@ -402,7 +406,11 @@ class Deidentifier:
                 return
             else:
                 as_text = str(value)
-                entity = self.field_entities.get((key or "").lower())
+                entity = self.field_entity(key)
+                embedded = embedded_json(value) if isinstance(value, str) else None
+                if embedded is not None:  # a JSON document inside a string: read as structure too
+                    visit_json(embedded, key)
+                    visit_keys(embedded)
                 if entity and as_text.strip():  # a named field is personal data, allow list or not
                     vocabulary.setdefault(as_text, entity)
                 elif isinstance(value, str) or len(as_text.replace(".", "").lstrip("-")) >= 7:
@@ -485,6 +493,17 @@ class Deidentifier:
         self._add_name_parts(vocabulary)
         return vocabulary, spans_by_text
 
+    def field_entity(self, key: str | None) -> str | None:
+        """The entity a field named ``key`` holds: the pipeline's
+        ``[deid.field_entities]`` first, then what the key's words say
+        (:mod:`cirrus.ingest.deid.keys`, unless ``read_key_names`` is off)."""
+        if not key:
+            return None
+        entity = self.field_entities.get(key.lower())
+        if entity is None and self.config.read_key_names:
+            entity = entity_of_key(key)
+        return entity if entity in self._wanted else None
+
     def is_word(self, word: str) -> bool:
         """An ordinary English word (the spaCy model's dictionary)."""
         return in_dictionary(word, self._dictionary)
@@ -546,6 +565,25 @@ class Deidentifiers:
         self.pipeline = pipeline
         self._by_language: dict[str, Deidentifier] = {pipeline.deid.language: Deidentifier(pipeline.deid)}
 
+    def documents(self, docs: list[KnowledgeDoc]) -> list[KnowledgeDoc]:
+        """Knowledge documents (a ``--kb`` folder) de-identified one by one,
+        each by the de-identifier of its language (Chinese when it holds Han
+        characters): a help article's hotline, a staff member's name or a
+        password in a how-to are masked as in a ticket."""
+        cleaned = []
+        for doc in docs:
+            language = "zh" if _HAN_IN_TEXT.search(doc.text) else self.pipeline.deid.language
+            deid = self.for_language(language)
+            # the body as a ticket's text; the title and id (written by the business, in Title Case
+            # that NER misreads: "Troubleshoot SSH") are changed only where a pattern finds a value
+            holder = Ticket("kb", [Event("agent", doc.text)], SourceRef("kb"))
+            done, _ = deid.deidentify(holder)
+            title, doc_id = (value if not deid.detect(value, ner=False) else
+                             deid.deidentify(Ticket("kb", [Event("agent", value)], SourceRef("kb")))[0].events[0].text
+                             for value in (doc.title, doc.doc_id))
+            cleaned.append(KnowledgeDoc(doc_id, title, done.events[0].text))
+        return cleaned
+
     @property
     def base(self) -> Deidentifier:
         return self._by_language[self.pipeline.deid.language]
@@ -560,6 +598,19 @@ class Deidentifiers:
             self._by_language[language] = Deidentifier(self.pipeline.deid, language=language, extra=section.deid,
                                                        also=self.base)
         return self._by_language[language]
+
+
+def embedded_json(text: str) -> Any:
+    """The JSON object or array a string holds (a tool result's ``payload``
+    written as JSON text), or None."""
+    stripped = text.strip()
+    if len(stripped) < 2 or stripped[0] not in "{[" or stripped[-1] not in "}]":
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) and value else None
 
 
 _CODE_CHAR = re.compile(r"[A-Za-z0-9_/#.-]")
@@ -791,10 +842,14 @@ class _TicketRewriter:
         if isinstance(value, bool) or value is None:
             return value
         as_text = str(value)
-        entity = self._deid.field_entities.get((key or "").lower())
+        entity = self._deid.field_entity(key)
         if entity and as_text.strip():
             return self._replacer(entity)(as_text)
         if isinstance(value, str):
+            embedded = embedded_json(value)
+            if embedded is not None:  # rewritten as structure, written back as JSON text
+                rewritten = self.json(embedded, key)
+                return value if rewritten == embedded else json.dumps(rewritten, ensure_ascii=False)
             return self.text(value)
         rewritten = self.text(as_text)
         return value if rewritten == as_text else rewritten  # identifiers become masked strings

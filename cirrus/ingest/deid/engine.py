@@ -26,6 +26,7 @@ from presidio_analyzer.predefined_recognizers import (
 from cirrus.config import DeidConfig, LanguageDeidConfig, PatternRecognizerConfig
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
 from cirrus.ingest.deid.recognizers import (
+    FieldTextRecognizer,
     GroupedPhoneRecognizer,
     IpAddressRecognizer,
     LuhnCardRecognizer,
@@ -79,6 +80,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
         UsSsnRecognizer(supported_language=lang),
         SecretRecognizer(supported_language=lang),
         ReferenceRecognizer(supported_language=lang),
+        FieldTextRecognizer(supported_language=lang),
     ]
     if not base and (extra is None or extra.builtin_recognizers):
         builtin += language_recognizers(lang)

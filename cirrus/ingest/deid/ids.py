@@ -14,6 +14,10 @@ A ticket's status is counted and printed for tickets that are not processed
 into it ("pending jane@example.com", "escalated to Jane Roe", "callback +1
 415 ..."), so it is shown as its leading status words only
 (:func:`status_label`).
+
+File and folder names are shown in quarantine entries (terminal and
+manifest); a raw file named after a person, an e-mail or a phone is shown
+with that component replaced (:func:`safe_path`).
 """
 
 from __future__ import annotations
@@ -96,3 +100,46 @@ def status_label(status: str) -> str:
     if len(kept) == len(words):
         return " ".join(kept)
     return " ".join([*kept, STATUS_CUT])
+
+
+_EMAIL_IN_NAME = re.compile(r"[^\s@/]+@[^\s@/]+\.[A-Za-z]{2,}")
+_NAME_WORDS = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])")
+_FIRST_SEEN = re.compile(r"(first seen at )([^()]+?)((?::\d+| item \d+)?\))")
+
+
+def _personal_component(component: str) -> bool:
+    """Whether a file or folder name holds an e-mail, a phone or account
+    number (7 digits or more), or a name: a given name and another word, or
+    "SURNAME GIVEN"."""
+    if _EMAIL_IN_NAME.search(component) or _LONG_DIGITS.search(component):
+        return True
+    from cirrus.ingest.deid.gazetteer import name_lists
+
+    given, family = name_lists()
+    words = [w.title() for w in _NAME_WORDS.findall(component.rsplit(".", 1)[0])]
+    # a given name, then any word: a rare family name is in no list ("Priya Raghunathan"); a folder
+    # name that only looks like one ("Grace Period") is masked too, which costs nothing but its name
+    return any(a in given and len(b) >= 2 for a, b in zip(words, words[1:])) or \
+        any(a in family and b in given for a, b in zip(words, words[1:]))
+
+
+def safe_path(path: str) -> str:
+    """``path`` (relative, ``/``-separated) with each component that holds
+    personal data replaced by ``p-`` and 10 hex digits of its hash (the
+    file's extension kept, so the reader it was given to stays visible)."""
+    parts = []
+    for component in path.split("/"):
+        if component and _personal_component(component):
+            suffix = "".join(s for s in ("." + ext for ext in component.split(".")[1:][-2:])
+                             if s in (".json", ".jsonl", ".gz", ".md", ".txt", ".yaml", ".csv"))
+            digest = hashlib.sha256(("cirrus-path\0" + os.environ.get(ID_SALT_ENV, "") + component)
+                                    .encode("utf-8")).hexdigest()[:10]
+            component = f"p-{digest}{suffix}"
+        parts.append(component)
+    return "/".join(parts)
+
+
+def safe_reason(reason: str) -> str:
+    """A quarantine reason with the path it names (``first seen at ...``)
+    made safe."""
+    return _FIRST_SEEN.sub(lambda m: m.group(1) + safe_path(m.group(2)) + m.group(3), reason)

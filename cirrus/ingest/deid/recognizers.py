@@ -458,3 +458,57 @@ class ReferenceRecognizer(LocalRecognizer):
         return [RecognizerResult("REFERENCE_ID", start, end, score,
                                  AnalysisExplanation(self.name, score, pattern_name=why))
                 for start, end, score, why in found]
+
+
+# --- values named by their field in text: "dateOfBirth: 1990-04-12", "pin=4821", "?ssn=..." ---------------
+
+# Latin keys only: Chinese text's cues are the Chinese recognizers' (cirrus.ingest.deid.zh)
+_VALUE_CHARS = r"[^\s\"',;&?<>|()\[\]{}\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u3400-\u9fff]"
+_FIELD_TEXT = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z][A-Za-z0-9_.-]{1,40})[\"']?\s*(?:[:：=])\s*[\"']?"
+    f"(?P<value>{_VALUE_CHARS}{{2,80}}(?:[ ](?![A-Za-z_][A-Za-z0-9_.-]*\\s*[:=]){_VALUE_CHARS}{{1,40}}){{0,3}})")
+_ONE_TOKEN = frozenset({"SECRET", "US_SSN", "DATE_OF_BIRTH", "CREDIT_CARD", "PHONE_NUMBER", "EMAIL_ADDRESS",
+                        "CN_RESIDENT_ID"})
+
+
+class FieldTextRecognizer(LocalRecognizer):
+    """A value whose field name says what it is, written as text: ``key:
+    value``, ``key=value`` (headers, query strings, form fields, logs), read
+    with :func:`cirrus.ingest.deid.keys.entity_of_key`.  Secrets must look
+    like one (not "token: expired"); names and addresses may run over a few
+    words, the rest is one token."""
+
+    SCORE = 0.7
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=["SECRET", "US_SSN", "DATE_OF_BIRTH", "CREDIT_CARD", "PHONE_NUMBER",
+                                             "EMAIL_ADDRESS", "PERSON", "STREET_ADDRESS", "CN_RESIDENT_ID"],
+                         name="field_text", supported_language=supported_language)
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        from cirrus.ingest.deid.keys import entity_of_key
+
+        if ":" not in text and "=" not in text and "：" not in text:
+            return []
+        results = []
+        for match in _FIELD_TEXT.finditer(text):
+            entity = entity_of_key(match.group("key"))
+            if entity is None or (entities and entity not in entities):
+                continue
+            value = match.group("value").rstrip(".")
+            if entity in _ONE_TOKEN:
+                value = value.split(" ")[0].rstrip(".")
+            if entity == "SECRET" and not _looks_secret(value):
+                continue
+            if entity == "PERSON" and not all(word[:1].isupper() for word in value.split()):
+                continue  # "name: it needs to match" is a sentence, not a name
+            if entity == "STREET_ADDRESS" and not (any(c.isdigit() for c in value)
+                                                   and any(word[:1].isupper() for word in value.split())):
+                continue  # an address holds a number and a name: "57 Holloway Mews"
+            start = match.start("value")
+            results.append(RecognizerResult(entity, start, start + len(value), self.SCORE,
+                                            AnalysisExplanation(self.name, self.SCORE, pattern_name="field name")))
+        return results
