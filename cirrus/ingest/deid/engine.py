@@ -26,6 +26,8 @@ from presidio_analyzer.predefined_recognizers import (
 from cirrus.config import DeidConfig, LanguageDeidConfig, PatternRecognizerConfig
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
 from cirrus.ingest.deid.recognizers import (
+    CheckDigitRecognizer,
+    ContextRequired,
     FieldTextRecognizer,
     GroupedPhoneRecognizer,
     IpAddressRecognizer,
@@ -81,6 +83,8 @@ def build_registry(config: DeidConfig, language: str | None = None,
         SecretRecognizer(supported_language=lang),
         ReferenceRecognizer(supported_language=lang),
         FieldTextRecognizer(supported_language=lang),
+        CheckDigitRecognizer(supported_language=lang),
+        *country_recognizers(lang),
     ]
     if not base and (extra is None or extra.builtin_recognizers):
         builtin += language_recognizers(lang)
@@ -95,6 +99,36 @@ def build_registry(config: DeidConfig, language: str | None = None,
     if base and config.person_gazetteer and "PERSON" in wanted:
         registry.add_recognizer(PersonGazetteerRecognizer(supported_language=lang, model_name=config.spacy_model))
     return registry
+
+
+# Presidio's own recognizers for national and personal identifiers and device
+# addresses (each validates its checksum or asks for its context word); a
+# pipeline switches one on by listing its entity (pipelines/default.toml)
+COUNTRY_RECOGNIZERS = (
+    "MacAddressRecognizer", "UkNinoRecognizer", "UkPostcodeRecognizer", "NhsRecognizer", "UkPassportRecognizer",
+    "EsNifRecognizer", "EsNieRecognizer", "ItFiscalCodeRecognizer", "InPanRecognizer", "InAadhaarRecognizer",
+    "InPassportRecognizer", "AuTfnRecognizer", "AuMedicareRecognizer", "SgFinRecognizer", "KrRrnRecognizer",
+    "PlPeselRecognizer", "FiPersonalIdentityCodeRecognizer", "UsItinRecognizer", "UsPassportRecognizer",
+)
+
+
+# identifiers whose shape alone is evidence (letters and digits in a fixed pattern); the others
+# (mostly digits: a checksum passes one random number in ten) count only next to their context word
+SELF_EVIDENT = frozenset({"MacAddressRecognizer", "UkNinoRecognizer", "UkPostcodeRecognizer", "ItFiscalCodeRecognizer",
+                          "EsNifRecognizer", "EsNieRecognizer"})
+
+
+def country_recognizers(language: str) -> list[EntityRecognizer]:
+    """:data:`COUNTRY_RECOGNIZERS`, for ``language`` (they default to their
+    country's language; the identifiers appear in any)."""
+    import presidio_analyzer.predefined_recognizers as predefined
+
+    found = []
+    for name in COUNTRY_RECOGNIZERS:
+        if hasattr(predefined, name):
+            recognizer = getattr(predefined, name)(supported_language=language)
+            found.append(recognizer if name in SELF_EVIDENT else ContextRequired(recognizer))
+    return found
 
 
 def language_recognizers(language: str) -> list[EntityRecognizer]:

@@ -173,12 +173,14 @@ class IpAddressRecognizer(LocalRecognizer):
 
     @staticmethod
     def is_any(candidate: str) -> bool:
-        """``0.0.0.0``, ``0.0.0.0/0``, ``::/0``: "any address" in a rule, nobody's machine."""
+        """``0.0.0.0``, ``0.0.0.0/0``, ``::/0``: "any address" in a rule; ``127.0.0.1``, ``::1``: the
+        machine itself; nobody's machine."""
         address = candidate.partition("/")[0].split("%", 1)[0]
         try:
-            return ipaddress.ip_address(address).is_unspecified
+            parsed = ipaddress.ip_address(address)
         except ValueError:
             return False
+        return parsed.is_unspecified or parsed.is_loopback  # 127.0.0.1 is every machine's own
 
     @staticmethod
     def is_address(candidate: str) -> bool:
@@ -512,3 +514,106 @@ class FieldTextRecognizer(LocalRecognizer):
             results.append(RecognizerResult(entity, start, start + len(value), self.SCORE,
                                             AnalysisExplanation(self.name, self.SCORE, pattern_name="field name")))
         return results
+
+
+# --- identifiers with check digits (python-stdnum), device ids, dates of birth ------------------------------
+
+_IBAN_ANY = re.compile(r"(?<![A-Za-z0-9])(?P<value>[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30})(?![A-Za-z0-9])")
+_IMEI = re.compile(r"(?i)\b(?:imei|meid)\b[^0-9\n]{0,12}(?P<value>\d(?:[ -]?\d){14,15})(?!\d)")
+_VIN = re.compile(r"(?<![A-Za-z0-9])(?P<value>[A-HJ-NPR-Z0-9]{17})(?![A-Za-z0-9])")
+_VIN_CUE = re.compile(r"(?i)\b(?:vin|vehicle identification|chassis)\b")
+_DE_TAX_ID = re.compile(r"(?i)(?:steuer-?id|steuerliche identifikationsnummer|idnr|tax id|steuernummer)"
+                        r"[^0-9\n]{0,16}(?P<value>\d{2}\s?\d{3}\s?\d{3}\s?\d{3})(?!\d)")
+_FR_NIR = re.compile(r"(?i)(?:\bnir\b|s[ée]curit[ée] sociale|num[ée]ro de s[ée]cu|social security)"
+                     r"[^0-9\n]{0,16}(?P<value>[12]\s?\d{2}\s?\d{2}\s?(?:\d{2}|2[AB])\s?\d{3}\s?\d{3}\s?\d{2})(?!\d)")
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE = (rf"(?:\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}|\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2,4}}"
+         rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\.?,?\s+\d{{4}}"
+         rf"|(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+         rf"|\d{{4}}年\d{{1,2}}月\d{{1,2}}日)")
+_BIRTH_DATE = re.compile(rf"(?i)(?:\bborn\b|\bbirth|\bd\.?o\.?b\b|birthday|出生|生日)[^.\n]{{0,24}}?(?P<value>{_DATE})")
+_VIN_WEIGHTS = (8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2)
+_VIN_VALUES = {**{str(d): d for d in range(10)}, **dict(zip("ABCDEFGH", range(1, 9))), **dict(zip("JKLMN", range(1, 6))),
+               "P": 7, "R": 9, **dict(zip("STUVWXYZ", range(2, 10)))}
+
+
+def vin_check_digit_ok(vin: str) -> bool:
+    """The check digit (9th character) of a North American VIN."""
+    total = sum(_VIN_VALUES[c] * w for c, w in zip(vin, _VIN_WEIGHTS))
+    check = total % 11
+    return vin[8] == ("X" if check == 10 else str(check))
+
+
+class CheckDigitRecognizer(LocalRecognizer):
+    """Identifiers whose check digits a well-kept library validates
+    (``python-stdnum``): IBANs of every country, IMEIs after their cue,
+    German tax ids and French social security numbers after theirs; vehicle
+    identification numbers by their check digit or their cue; and dates of
+    birth, a date near a birth cue (in words too: "born on 3 March 1984")."""
+
+    SCORE = 0.85
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=["IBAN_CODE", "DEVICE_ID", "NATIONAL_ID", "DATE_OF_BIRTH"],
+                         name="check_digits", supported_language=supported_language)
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        from stdnum import iban, imei
+        from stdnum.de import idnr
+        from stdnum.fr import nir
+
+        found: list[tuple[int, int, str, str]] = []
+        for match in _IBAN_ANY.finditer(text):
+            if iban.is_valid(match.group("value")):
+                found.append((match.start("value"), match.end("value"), "IBAN_CODE", "iban"))
+        for match in _IMEI.finditer(text):
+            if imei.is_valid(match.group("value")):
+                found.append((match.start("value"), match.end("value"), "DEVICE_ID", "imei"))
+        for match in _VIN.finditer(text):
+            value = match.group("value")
+            if any(c.isalpha() for c in value) and any(c.isdigit() for c in value) and (
+                    vin_check_digit_ok(value) or _VIN_CUE.search(text[max(0, match.start() - 40):match.start()])):
+                found.append((match.start("value"), match.end("value"), "DEVICE_ID", "vin"))
+        for pattern, check, why in ((_DE_TAX_ID, idnr.is_valid, "de_idnr"), (_FR_NIR, nir.is_valid, "fr_nir")):
+            for match in pattern.finditer(text):
+                if check(match.group("value")):
+                    found.append((match.start("value"), match.end("value"), "NATIONAL_ID", why))
+        for match in _BIRTH_DATE.finditer(text):
+            found.append((match.start("value"), match.end("value"), "DATE_OF_BIRTH", "birth cue"))
+        return [RecognizerResult(entity, start, end, self.SCORE,
+                                 AnalysisExplanation(self.name, self.SCORE, pattern_name=why))
+                for start, end, entity, why in found if not entities or entity in entities]
+
+
+class ContextRequired(LocalRecognizer):
+    """A Presidio recognizer whose finds count only next to one of its own
+    context words ("PESEL", "tax file number", "NHS"): an identifier that is
+    all digits and passes a checksum is one in ten random numbers (a disk
+    sector, a phone number) without them."""
+
+    WINDOW = 48
+
+    def __init__(self, inner: LocalRecognizer) -> None:
+        super().__init__(supported_entities=list(inner.supported_entities), name=inner.name,
+                         supported_language=inner.supported_language, context=list(inner.context or ()))
+        self.inner = inner
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        words = [w.lower() for w in self.inner.context or ()]
+        kept = []
+        for result in self.inner.analyze(text, entities, nlp_artifacts):
+            window = text[max(0, result.start - self.WINDOW):result.end + 16].lower()
+            if any(word in window for word in words):
+                # Presidio matches results to recognizers by id: the result is this wrapper's now
+                result.recognition_metadata = {**(result.recognition_metadata or {}),
+                                               RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                                               RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}
+                kept.append(result)
+        return kept
