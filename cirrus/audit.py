@@ -4,8 +4,10 @@ shared (the library behind ``cirrus audit WORKSPACE``,
 
 What is read: everything under ``tickets/`` except the raw input
 (``tickets/raw``, which holds personal data by design), every cassette under
-``tool_mocks/`` and everything under ``reports/``; hidden files and folders
-(``.cache`` ...) are skipped.  Text files are streamed line by line (very long
+``tool_mocks/``, everything under ``reports/``, and the model response cache
+(``.cirrus-cache/*.sqlite3``: the judge's and the fluency checker's answers
+quote what they judged), every text value of every table; other hidden files
+and folders are skipped.  Text files are streamed line by line (very long
 lines in overlapping pieces), YAML cassettes scalar by scalar (so a value that
 YAML folded over two lines is seen whole), HTML and SVG by their text and
 meaningful attributes, Parquet by its text columns in batches.  Images and
@@ -86,6 +88,7 @@ __all__ = ["ALLOW_FILE", "AllowList", "AuditResult", "Hit", "audit", "is_workspa
 ALLOW_FILE = ".cirrus-audit-allow"
 SCANNED_FOLDERS = ("tickets", "tool_mocks", "reports")
 SKIPPED_FOLDERS = {"tickets/raw"}  # raw input: personal data by design
+CACHE_FOLDER = ".cirrus-cache"  # model answers (judge, fluency): read as databases
 BINARY_SUFFIXES = {
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif", ".pdf", ".woff", ".woff2",
     ".ttf", ".otf", ".zip", ".gz", ".bz2", ".xz", ".zst", ".tar", ".7z", ".npy", ".npz", ".pkl", ".pickle",
@@ -694,11 +697,45 @@ class AuditResult:
         return 1 if self.hits else (2 if self.unreadable else 0)
 
 
+def _scan_sqlite(path: Path) -> Iterator[Hit]:
+    """Every text value of every table of an SQLite database (the model
+    response cache), read-only; ``line`` is the row's ``rowid``."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            quoted = '"' + table.replace('"', '""') + '"'
+            for rowid, *values in db.execute(f"SELECT rowid, * FROM {quoted}"):  # noqa: S608 (a table name read from the file)
+                for value in values:
+                    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                    if isinstance(text, str):
+                        for hit in scan_text(text):
+                            yield replace(hit, line=rowid)
+
+
+def cache_files(workspace: Path) -> Iterator[Path]:
+    """The model response caches the workspace holds (``.cirrus-cache``):
+    judge and fluency answers quote the dialogue they judged."""
+    folder = workspace / CACHE_FOLDER
+    if folder.is_dir():
+        yield from sorted(p for p in folder.rglob("*.sqlite3") if p.is_file())
+
+
 def audit(workspace: Path, allow: Iterable[str] = ()) -> AuditResult:
     """Scan ``workspace`` (see the module docstring for what is read and
     found); ``allow`` adds to the workspace's allow list."""
     allowed = AllowList.for_workspace(workspace, allow)
     result = AuditResult()
+    for path in cache_files(workspace):
+        shown = path.relative_to(workspace).as_posix()
+        try:
+            result.hits.extend(replace(hit, file=shown) for hit in _scan_sqlite(path) if not allowed.allows(hit.value))
+        except Exception as exc:  # noqa: BLE001 - one bad file must not hide the others
+            result.unreadable.append(f"{shown}: {type(exc).__name__}: {str(exc)[:160]}")
+            continue
+        result.scanned += 1
     for path in workspace_files(workspace):
         shown = path.relative_to(workspace).as_posix()
         try:

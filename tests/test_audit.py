@@ -422,3 +422,21 @@ def test_counters_words_and_masked_secrets_are_not_audit_hits(text):
     from cirrus.audit import scan_text
 
     assert scan_text(text) == [], text
+
+
+def test_the_model_response_cache_is_read_too(tmp_path):
+    """A judge's cached answer quoting an unmasked e-mail is a hit, located
+    by the cache file and its row (issue 26 item 6); a clean cache is clean."""
+    from cirrus.audit import audit as run_audit
+    from cirrus.llm.cache import ResponseCache
+
+    (tmp_path / "tickets").mkdir()
+    cache = ResponseCache(tmp_path / ".cirrus-cache")
+    cache.put(ResponseCache.key("http://127.0.0.1:9/v1", '{"q": 1}'),
+              {"content": '{"verdict": "Included", "reason": "it names olivia.hartmann@gmail.com"}'})
+    cache.put(ResponseCache.key("http://127.0.0.1:9/v1", '{"q": 2}'), {"content": "Yes"})
+    cache.close()
+    result = run_audit(tmp_path)
+    assert [(h.kind, h.value, h.file) for h in result.hits] == [
+        ("email", "olivia.hartmann@gmail.com", ".cirrus-cache/llm-cache.sqlite3")]
+    assert result.exit_code == 1
