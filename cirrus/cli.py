@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from cirrus import __version__
-from cirrus.commands import audit, diff, ingest, judge_consistency, judge_eval, pii_eval, report, rescore, show, stats
+from cirrus.commands import (audit, diff, gate, ingest, judge_consistency, judge_eval, pii_eval, report, rescore,
+                             show, stats)
 from cirrus.commands import eval as eval_command
 from cirrus.commands.tools import tools_app
 from cirrus.commands._common import out
@@ -44,6 +45,7 @@ app.command("pii-eval")(pii_eval.pii_eval)
 app.command("report")(report.report)
 app.command("show")(show.show)
 app.command("diff")(diff.diff)
+app.command("gate")(gate.gate)
 app.command("rescore")(rescore.rescore)
 app.command("judge-eval")(judge_eval.judge_eval)
 app.command("judge-consistency")(judge_consistency.judge_consistency)

@@ -237,7 +237,7 @@ def test_breakdowns_and_intervals_key_on_segment_which_duckdb_can_select(reporte
     out = reported / "reports/_compare/oracle+retrieval"
     metric = {"breakdown_reply_type.parquet": "acceptance_rate", "intervals.parquet": "estimate"}
     keyed = [name for name in report_schema.FILES if name.startswith("breakdown_") or name == "intervals.parquet"]
-    assert len(keyed) == 6
+    assert len(keyed) == 8  # the paper's five breakdowns, language, channel, and the intervals
     for name in keyed:
         path = out / name
         rows = duckdb.sql(f"SELECT segment, {metric.get(name, 'atpr')} FROM '{path}'").fetchall()

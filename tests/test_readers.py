@@ -173,7 +173,7 @@ def test_json_list_is_streamed_not_loaded_whole(tmp_path: Path) -> None:
 
 
 def test_registry() -> None:
-    assert FORMATS == ("auto", "native", "openai", "abcd")
+    assert FORMATS == ("auto", "native", "openai", "abcd", "zendesk", "intercom", "freshdesk", "salesforce", "meiqia")
     assert set(READERS) == set(FORMATS) - {"auto"}
     assert all(reader.NAME == name for name, reader in READERS.items())
 
@@ -193,7 +193,7 @@ def test_detection_is_mutually_exclusive() -> None:
 
 def test_unknown_format_name_raises(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        list(read_tickets(tmp_path, "zendesk"))
+        list(read_tickets(tmp_path, "helpscout"))
 
 
 def test_error_records_and_unrecognised_payloads_are_quarantined(tmp_path: Path) -> None:
@@ -201,7 +201,8 @@ def test_error_records_and_unrecognised_payloads_are_quarantined(tmp_path: Path)
     results = list(read_tickets(path))
     assert [type(r).__name__ for r in results] == ["Quarantined"] * 3 + ["Ticket"]
     assert results[0].reason.startswith("invalid JSON")
-    assert results[1].reason == results[2].reason == "unrecognised ticket format"
+    assert results[1].reason == results[2].reason == readers.UNRECOGNISED
+    assert results[1].reason.startswith("unrecognised ticket format")
     assert results[0].to_manifest() == {"source": "t.jsonl", "line": 1, "reason": results[0].reason}
 
 

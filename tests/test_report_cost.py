@@ -134,7 +134,7 @@ def test_an_unpriced_role_is_priced_again_from_usage(cost_ws: Path):
 
 def test_report_config_reprices_and_warns(cost_ws: Path):
     result = report_command(["a", "c"], cost_ws, None, 0, 0, prices={})
-    assert any("'judge-m', the judge of run 'c'" in w for w in result["warnings"])
+    assert any("no price for model 'judge-m' (judge of run 'c')" in w for w in result["warnings"])
     wide = {"COLUMNS": "250"}  # the leaderboard's columns fit; an 80-column worker squeezes their text
     cli = CliRunner().invoke(app, ["report", "a", "c", "-w", str(cost_ws), "--bootstrap", "0"], env=wide)
     assert 'add [prices."judge-m"] to cirrus.toml' in " ".join(cli.output.split())  # not eaten as markup
@@ -151,6 +151,22 @@ def test_report_config_reprices_and_warns(cost_ws: Path):
     assert "cost / success" in cli.output
     assert "0.0620 USD" in cli.output and "0.0207 USD" in cli.output
     assert "0.0575 USD" in cli.output and "0.0288 USD" in cli.output
+
+
+def test_one_price_warning_names_every_unpriced_model(cost_ws: Path):
+    # issue 27: a report of runs against local models showed one "no price" banner per run and role
+    write_run(cost_ws, "d", "model-b", 1, RUN_B_TASKS, RUN_B_CHECKPOINTS)  # the same unpriced agent as b
+    result = report_command(["b", "c", "d"], cost_ws, None, 0, 0, prices=JUDGE_PRICE | {"x": B_PRICE["model-b"]})
+    priced = [w for w in result["warnings"] if "price" in w]
+    assert priced == ["no price for model 'model-b' (agent of runs 'b', 'd'): the cost columns of those roles and "
+                      'cost_total are null (add [prices."model-b"] to cirrus.toml)']
+    result = report_command(["b", "c", "d"], cost_ws, None, 0, 0, prices={"x": B_PRICE["model-b"]})
+    priced = [w for w in result["warnings"] if "price" in w]
+    assert priced == ["no price for 2 models, 'model-b' (agent of runs 'b', 'd') and 'judge-m' (judge of run 'c'): "
+                      "the cost columns of those roles and cost_total are null "
+                      '(add [prices."model-b"] and [prices."judge-m"] to cirrus.toml)']
+    html = result["files"]["report.html"].read_text(encoding="utf-8")
+    assert html.count('<div class="warn">warning: no price') == 1  # one banner, not one per run
 
 
 def test_judge_panel_models_and_member_pricing(cost_ws: Path):

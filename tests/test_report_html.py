@@ -123,12 +123,12 @@ def test_page_is_self_contained_with_all_sections(sample_html: Path):
     # leaderboard, every chart (matplotlib SVG inline), the task table
     for section in ("leaderboard", "breakdowns", "quality-latency", "depth", "reply-type", "tasks"):
         assert section in page.ids
-    for chart in ("leaderboard", "category", "checkpoints", "input_tokens", "tools", "reply_type",
-                  "quality-latency", "depth"):
+    for chart in ("leaderboard", "category", "checkpoints", "input_tokens", "tools", "language", "channel",
+                  "reply_type", "quality-latency", "depth"):
         assert f'aria-label="chart-{chart}"' in text, chart
     # the run charts, plus the dataset's and the failure categories' own sections (tests/test_report_sections.py)
-    assert page.classes.get("chart") == 8 + _section_charts(text)
-    assert page.tags["svg"] == 8 + _section_charts(text)
+    assert page.classes.get("chart") == 10 + _section_charts(text)
+    assert page.tags["svg"] == 10 + _section_charts(text)
     # error bars: matplotlib draws them as line collections next to the bars
     assert text.count('id="chart-leaderboard-LineCollection_') >= 1
 
@@ -177,12 +177,12 @@ def test_without_intervals_or_transcripts(tmp_path: Path):
     assert "has no transcripts.jsonl" in text
     assert not any(f.startswith("t-") for f in page.fragments)  # no transcript, no link
     assert set(page.fragments) <= set(page.ids)
-    assert page.tags["svg"] == 8 + _section_charts(text)
+    assert page.tags["svg"] == 10 + _section_charts(text)
     # the tables alone (as the command's dict keys or bare names) give the same charts
     runs = load_runs(tmp_path, ["a", "b"])
     bare = {name.removesuffix(".parquet"): frame for name, frame in _tables(result["files"]).items()}
     again = render_html(runs, bare, tmp_path)
-    assert again.count("<svg") == 8 + _section_charts(again)
+    assert again.count("<svg") == 10 + _section_charts(again)
 
 
 def test_depth_table_counts(tmp_path: Path):
@@ -252,7 +252,7 @@ def test_browser_dom_has_charts_and_working_links(sample_html: Path, tmp_path: P
     dom = result.stdout
     assert _page_errors(result.stderr) == []
     page = _parse(dom)
-    assert page.tags.get("svg") == 8 + _section_charts(dom)
+    assert page.tags.get("svg") == 10 + _section_charts(dom)
     assert dom.count("<path") > 100 and dom.count("<text") > 50  # the charts' shapes and labels
     assert page.fragments and set(page.fragments) <= set(page.ids)
     assert "t-NC-2024-0311-0-oracle" in page.ids
@@ -273,7 +273,7 @@ def test_browser_screenshot_and_transcript_view(sample_html: Path, tmp_path: Pat
     # the task table, and the page is otherwise the same
     plain, anchored = tmp_path / "plain.png", tmp_path / "anchored.png"
     for shot, url in ((plain, sample_html.as_uri()), (anchored, sample_html.as_uri() + "#t-NC-2024-0311-0-oracle")):
-        result = _browse(tmp_path, f"--screenshot={shot}", "--window-size=1280,12000", url)
+        result = _browse(tmp_path, f"--screenshot={shot}", "--window-size=1280,16000", url)
         assert result.returncode == 0 and shot.is_file(), result.stderr[-2000:]
         assert _page_errors(result.stderr) == []
     plain_box, anchored_box = _content_box(plain)[2], _content_box(anchored)[2]

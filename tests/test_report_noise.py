@@ -70,30 +70,33 @@ def test_mdd_is_undefined_without_spread_or_with_under_two_tasks():
         mdd_multiplier(alpha=0.0)
 
 
-@pytest.mark.parametrize(("diff", "mdd", "low", "high", "expected"), [
-    (0.04, 0.11, 0.01, 0.07, True),     # below the MDD, interval excludes 0: still within (either test)
-    (0.20, 0.11, -0.01, 0.30, True),    # above the MDD, interval contains 0
-    (0.20, 0.11, 0.05, 0.30, False),    # above the MDD and the interval excludes 0: a real gap
-    (-0.20, 0.11, -0.30, -0.05, False),  # the sign does not matter
-    (-0.04, 0.11, -0.30, -0.01, True),
-    (0.11, 0.11, 0.05, 0.20, False),    # |diff| < mdd is strict
-    (0.10, 0.11, 0.0, 0.20, True),      # an interval ending at 0 contains it
-    (-1.0, None, -1.0, -1.0, False),    # no MDD (sd 0): the interval alone
-    (0.0, None, 0.0, 0.0, True),
-    (0.04, 0.11, None, None, True),     # no interval: the MDD alone
-    (0.20, 0.11, None, None, False),
-    (0.20, None, None, None, None),     # neither: unknown
-    (None, 0.11, -0.1, 0.1, None),      # no difference: unknown
+@pytest.mark.parametrize(("low", "high", "expected"), [
+    (0.01, 0.07, False),    # the interval leaves out 0: significant, whatever the MDD says
+    (-0.01, 0.30, True),    # it contains 0: within the noise
+    (-0.30, -0.05, False),  # the sign does not matter
+    (0.0, 0.20, True),      # an interval ending at 0 contains it
+    (-1.0, -1.0, False),    # deterministic runs (sd 0, no MDD): the interval alone
+    (0.0, 0.0, True),       # identical runs
+    (None, None, None),     # no interval: unknown
+    (None, 0.1, None),
 ])
-def test_within_noise_rule(diff, mdd, low, high, expected):
-    assert within_noise(diff, mdd, low, high) is expected
+def test_within_noise_is_the_interval_containing_0(low, high, expected):
+    # issue 27: it used to be "|diff| < mdd or the interval contains 0", which called a significant drop
+    # (interval [-0.266, -0.031]) noise because it was smaller than the MDD; the MDD no longer decides
+    assert within_noise(low, high) is expected
 
 
-def test_noise_reason_says_which_test_holds():
-    assert noise_reason(-0.04, 0.11, -0.1, 0.02, 30) == "difference 0.040 < MDD 0.110 at 30 tasks"
-    assert noise_reason(0.2, 0.11, -0.01, 0.3, 30) == ("difference 0.200 >= MDD 0.110, but its 95% interval "
-                                                       "[-0.010, 0.300] contains 0, at 30 tasks")
-    assert noise_reason(0.0, None, 0.0, 0.0, 4) == "difference 0.000; its 95% interval [0.000, 0.000] contains 0 (no MDD), at 4 tasks"
+def test_noise_reason_states_the_interval_read_and_the_mdd():
+    assert noise_reason(-0.04, 0.11, -0.1, 0.02, 30, 0.975) == (
+        "difference -0.040; its 97.5% interval [-0.100, 0.020] contains 0; MDD 0.110 at 30 tasks")
+    assert noise_reason(0.2, 0.11, 0.05, 0.3, 30) == (
+        "difference +0.200; its 95% interval [0.050, 0.300] leaves out 0; MDD 0.110 at 30 tasks")
+    assert noise_reason(0.0, None, 0.0, 0.0, 4) == (
+        "difference +0.000; its 95% interval [0.000, 0.000] contains 0; no MDD, at 4 tasks")
+    assert noise_reason(-0.1, 0.2, -0.25, 0.01, 30, 0.975, judge_sd=0.03) == (
+        "difference -0.100; its 97.5% interval, widened for the judge's flip rate, [-0.250, 0.010] contains 0; "
+        "MDD 0.200 at 30 tasks")
+    assert noise_reason(0.1, 0.2, None, None, 3) == "difference +0.100, no interval; MDD 0.200 at 3 tasks"
 
 
 # --------------------------------------------------------------------------
@@ -179,13 +182,17 @@ def test_paired_mdd_and_noise_table_on_hand_runs(hand_ws):  # noqa: F811
         row = table[metric]
         assert row["n_tasks"] == 3
         assert row["mdd"] == approx((Z_975 + Z_80) * statistics.stdev(d) / math.sqrt(3))
-        assert row["within_noise"] is within_noise(row["diff"], row["mdd"], row["ci_low"], row["ci_high"])
-        assert row["within_noise"] is True
+        # SR pass@1 and ATPR are decided together: Bonferroni, 97.5% intervals; no judge measured
+        assert row["test_confidence"] == approx(0.975) and row["judge_sd"] is None
+        assert row["test_low"] <= row["ci_low"] and row["test_high"] >= row["ci_high"]
+        assert row["within_noise"] is within_noise(row["test_low"], row["test_high"])
+        assert row["within_noise"] is True and row["verdict"] == "inside_noise"
     assert table["sr_pass1"]["diff"] == approx(2 / 3 - 3 / 5)
-    for metric in ("sr_pass_at_k", "alj", "tia"):
-        assert table[metric]["mdd"] is None
-        assert table[metric]["within_noise"] is within_noise(table[metric]["diff"], None, table[metric]["ci_low"],
-                                                             table[metric]["ci_high"])
+    for metric in ("sr_pass_at_k", "alj", "tia"):  # each on its own, at the stated 95%
+        row = table[metric]
+        assert row["mdd"] is None and row["test_confidence"] == 0.95
+        assert (row["test_low"], row["test_high"]) == (row["ci_low"], row["ci_high"])
+        assert row["within_noise"] is within_noise(row["ci_low"], row["ci_high"])
 
     frame = noise(runs, {"a": parse_judge_consistency(JUDGE_RECORD), "b": None})
     assert frame.schema == report_schema.polars_schema("noise")
@@ -219,16 +226,20 @@ def test_hand_report_marks_k1_and_bootstrap_0(hand_ws):  # noqa: F811
 
 def test_noise_marks_compare_each_run_with_the_best():
     board = pl.DataFrame({"run_id": ["x", "y", "z"], "sr_pass1": [0.5, 0.7, 0.68], "atpr": [0.9, None, 0.6]})
-    rows = [("x", "y", "sr_pass1", -0.2, 0.1, -0.3, -0.1, False), ("x", "z", "sr_pass1", 0.18, None, -0.02, 0.3, True),
-            ("y", "z", "sr_pass1", -0.02, 0.11, -0.1, 0.05, True), ("x", "z", "atpr", -0.3, 0.35, -0.5, -0.1, True),
+    # (run_a, run_b, metric, diff, mdd, test_low, test_high, within_noise)
+    rows = [("x", "y", "sr_pass1", 0.2, 0.1, 0.1, 0.3, False), ("x", "z", "sr_pass1", 0.18, None, -0.02, 0.3, True),
+            ("y", "z", "sr_pass1", -0.02, 0.11, -0.1, 0.05, True),
+            # |diff| < MDD but the interval leaves out 0: significant, so no mark (issue 27)
+            ("x", "z", "atpr", -0.3, 0.35, -0.5, -0.1, False),
             ("x", "y", "atpr", None, None, None, None, None)]
-    frame = pl.DataFrame([dict(zip(("run_a", "run_b", "metric", "diff", "mdd", "ci_low", "ci_high", "within_noise"), r),
-                               n_tasks=20, confidence=0.95) for r in rows])
+    frame = pl.DataFrame([dict(zip(("run_a", "run_b", "metric", "diff", "mdd", "test_low", "test_high",
+                                    "within_noise"), r),
+                               n_tasks=20, confidence=0.95, test_confidence=0.975) for r in rows])
     marks = noise_marks(board, frame)
-    assert set(marks) == {("z", "sr_pass1"), ("z", "atpr")}  # x is beyond y's noise; the best is never marked
-    assert marks[("z", "sr_pass1")].endswith("difference 0.020 < MDD 0.110 at 20 tasks")
+    assert set(marks) == {("z", "sr_pass1")}  # x is beyond y's noise and z beyond x's on ATPR; the best is never marked
+    assert marks[("z", "sr_pass1")].endswith(
+        "difference -0.020; its 97.5% interval [-0.100, 0.050] contains 0; MDD 0.110 at 20 tasks")
     assert "with y, the best SR pass@1" in marks[("z", "sr_pass1")]
-    assert "with x, the best ATPR" in marks[("z", "atpr")]
     assert noise_marks(board.head(1), frame) == {} and noise_marks(board, None) == {}
 
 
@@ -297,9 +308,17 @@ def test_report_on_the_sample_runs_writes_noise_everywhere(sample_runs_copy, cap
     assert close["diff"] == approx(-3 / 62)
     assert close["mdd"] == approx((Z_975 + Z_80) * statistics.stdev(d) / math.sqrt(31)) == approx(0.0756, abs=1e-4)
     assert close["within_noise"] is True and pairs[("oracle", "noisy", "atpr")]["within_noise"] is True
+    # the judge's measured flip rate (0.05 per verdict, both runs) widens the 97.5% interval
+    checkpoints = pl.read_parquet(workspace / "reports/oracle/checkpoints.parquet")
+    q = 1 - (1 - JUDGE_RECORD["verdict_flip_rate"]) ** (checkpoints["rr"].is_not_null().sum() / 62)
+    assert close["judge_sd"] == approx(math.sqrt(2 * q / 62))
+    assert close["test_confidence"] == approx(0.975) and close["verdict"] == "inside_noise"
+    assert close["test_low"] < close["ci_low"] and close["test_high"] > close["ci_high"]
     for metric in ("sr_pass1", "atpr"):  # deterministic baselines: every task differs by 1, so no MDD
         far = pairs[("oracle", "retrieval", metric)]
-        assert (far["diff"], far["mdd"], far["within_noise"]) == (-1.0, None, False)
+        assert (far["diff"], far["mdd"], far["within_noise"], far["verdict"]) == (-1.0, None, False, "lower")
+        assert far["judge_sd"] == approx(math.sqrt(q / 62))  # retrieval's judge file is broken: oracle's alone
+        assert far["test_low"] == -1.0  # widened, but a difference of two shares stays in [-1, 1]
         assert pairs[("noisy", "retrieval", metric)]["within_noise"] is False
 
     # report.json
@@ -315,8 +334,8 @@ def test_report_on_the_sample_runs_writes_noise_everywhere(sample_runs_copy, cap
 
     # report.html: the marks and the Noise section
     page = result["files"]["report.html"].read_text(encoding="utf-8")
-    reason = f"difference {3 / 62:.3f} &lt; MDD {close['mdd']:.3f} at 31 tasks"
-    assert reason == "difference 0.048 &lt; MDD 0.076 at 31 tasks"
+    reason = (f"difference -0.048; its 97.5% interval, widened for the judge&#39;s flip rate, "
+              f"[{close['test_low']:.3f}, {close['test_high']:.3f}] contains 0; MDD 0.076 at 31 tasks")
     lines = page.splitlines()
     marks = [line for line in lines if '<span class="noise-mark" title=' in line]
     assert len(marks) == 1 and marks[0].count("≈</span>") == 2  # one row's SR pass@1 and ATPR cells
@@ -329,10 +348,12 @@ def test_report_on_the_sample_runs_writes_noise_everywhere(sample_runs_copy, cap
     assert "judge-q: item flip rate 0.100 [0.04, 0.23], verdict flip rate 0.050 [0.02, 0.10]" in section
     assert section.count("not measured") == 1 and "needs K" not in section
     assert "0.097 [0.03, 0.25]" in section  # noisy: 3 of 31 tasks flip
-    assert section.count("within the noise</td>") == 2 and section.count("beyond the noise</td>") == 4
+    assert section.count("within the noise</td>") == 2 and section.count("retrieval lower</td>") == 4
+    assert section.count("(97.5% + judge)</td>") == 6
 
     # the terminal: one line per pair whose SR pass@1 difference is within the noise
-    expected = f"SR pass@1: oracle 1.000 vs noisy {59 / 62:.3f}: within the noise ({reason.replace('&lt;', '<')})"
+    said = reason.replace("&#39;", "'")
+    expected = f"SR pass@1: oracle 1.000 vs noisy {59 / 62:.3f}: within the noise ({said})"
     assert noise_lines(result["paired"]) == [expected]
     capsys.readouterr()
     print_report(result)

@@ -263,7 +263,7 @@ def test_prices_from_cirrus_toml(hand_ws):
     b = result["leaderboard"].row(1, named=True)
     assert b["cost_total"] == approx((50 + 60 + 70 + 10) / 1e6 + (10 + 3 + 5 + 1) / 1e6 * 4)
     assert b["currency"] == "EUR"
-    assert any("no price for model 'model-a'" in w for w in result["warnings"])
+    assert any("no price for model 'model-a' (agent of run 'a')" in w for w in result["warnings"])
     (hand_ws / "cirrus.toml").write_text('[prices."model-b"]\ninput_per_mtok = -1\noutput_per_mtok = 4\n')
     with pytest.raises(ReportError, match="input_per_mtok"):
         load_prices(hand_ws)

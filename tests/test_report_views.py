@@ -25,6 +25,7 @@ from cirrus.report.views.leaderboard import (
     latency_chart_runs,
     leaderboard_rows,
     overall_interval,
+    paired_rows,
     terminal_leaderboard_rows,
     terminal_paired_rows,
 )
@@ -47,8 +48,18 @@ PAIRED = pl.DataFrame({
     "run_a": ["a", "a", "a"], "run_b": ["b", "b", "b"], "metric": ["sr_pass1", "atpr", "alj"], "k": [1, 1, 1],
     "n_tasks": [30, 30, 30], "estimate_a": [0.6, 0.75, 0.8], "estimate_b": [0.5, 0.7, 0.8],
     "diff": [-0.1, -0.05, 0.0], "ci_low": [-0.3, None, -0.1], "ci_high": [0.1, None, 0.1],
-    "p_value": [0.042, None, 1.0], "mdd": [0.2, None, None], "within_noise": [True, False, None],
+    "p_value": [0.042, None, 1.0], "mdd": [0.2, None, None], "within_noise": [True, None, True],
     "confidence": [0.95, 0.95, 0.95],
+    # the interval the verdict reads: SR pass@1 at the Bonferroni 97.5%, widened for the judge
+    "test_confidence": [0.975, 0.975, 0.95], "test_low": [-0.35, None, -0.1], "test_high": [0.15, None, 0.1],
+    "judge_sd": [0.02, None, None], "verdict": ["inside_noise", None, "inside_noise"],
+})
+# a significant drop smaller than its MDD (issue 27): not within the noise, shown as "b lower"
+DROP = pl.DataFrame({
+    "run_a": ["a"], "run_b": ["b"], "metric": ["atpr"], "k": [1], "n_tasks": [32], "estimate_a": [0.6],
+    "estimate_b": [0.459], "diff": [-0.141], "ci_low": [-0.266], "ci_high": [-0.031], "p_value": [0.026],
+    "mdd": [0.180], "within_noise": [False], "confidence": [0.95], "test_confidence": [0.95],
+    "test_low": [-0.266], "test_high": [-0.031], "judge_sd": [None], "verdict": ["lower"],
 })
 
 
@@ -104,9 +115,15 @@ def test_page_leaderboard_rows_carry_intervals_and_marks():
 
 def test_terminal_paired_rows_keep_sr_and_atpr():
     assert terminal_paired_rows(PAIRED) == [
-        ["a", "b", "sr_pass1", "30", "-0.100", "[-0.300, 0.100]", "0.0420", "0.200"],
-        ["a", "b", "atpr", "30", "-0.050", "-", "-", "-"],
+        ["a", "b", "sr_pass1", "30", "-0.100", "[-0.300, 0.100]", "0.0420", "0.200",
+         "≈ [-0.350, 0.150] @97.5%+judge"],
+        ["a", "b", "atpr", "30", "-0.050", "-", "-", "-", "-"],
     ]
+    assert terminal_paired_rows(DROP) == [
+        ["a", "b", "atpr", "32", "-0.141", "[-0.266, -0.031]", "0.0260", "0.180", "b lower [-0.266, -0.031] @95%"]]
+    # the page's table of paired differences reads the same verdicts
+    assert [r["reading"] for r in paired_rows(PAIRED)] == ["within the noise", "–", "within the noise"]
+    assert paired_rows(DROP)[0]["reading"] == "b lower"
 
 
 # --------------------------------------------------------------------------
@@ -116,12 +133,16 @@ def test_terminal_paired_rows_keep_sr_and_atpr():
 
 def test_noise_marks_the_runs_within_the_noise_of_the_best():
     marks = noise_marks(BOARD, PAIRED)
-    reason = noise_reason(-0.1, 0.2, -0.3, 0.1, 30, 0.95)
+    reason = noise_reason(-0.1, 0.2, -0.35, 0.15, 30, 0.975, judge_sd=0.02)
+    assert reason == ("difference -0.100; its 97.5% interval, widened for the judge's flip rate, [-0.350, 0.150] "
+                      "contains 0; MDD 0.200 at 30 tasks")
     # SR pass@1: b is within the noise of the best run a; ATPR: the pair is beyond the noise
     assert marks == {("b", "sr_pass1"): f"within the noise of this comparison with a, the best SR pass@1: {reason}"}
     assert noise_marks(BOARD, None) == {} and noise_marks(BOARD.head(1), PAIRED) == {}
     assert noise_lines(PAIRED) == [f"SR pass@1: a 0.600 vs b 0.500: within the noise ({reason})"]
     assert noise_lines(PAIRED, "atpr") == [] and noise_lines(None) == []
+    # a significant drop below the MDD is never marked within the noise
+    assert noise_marks(BOARD, DROP) == {} and noise_lines(DROP, "atpr") == []
 
 
 # --------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """``cirrus diff RUN_A RUN_B``: where two runs part ways, as a summary line,
 a table of the (task, attempt) pairs whose outcome differs and the first
-divergence of the first ``--limit`` of them (:mod:`cirrus.report.diff`)."""
+divergence of the first ``--limit`` of them (:mod:`cirrus.report.diff`);
+whether the difference is significant is ``cirrus gate``'s question
+(:mod:`cirrus.commands.gate`)."""
 
 from __future__ import annotations
 
@@ -53,6 +55,9 @@ def diff(
                              ("B verdict", r["verdict_b"]), ("B tools", r["tool_calls_b"])):
             out.print(f"  {label:<10} {escape(_cut(value, width))}", highlight=False)
     console.print(f"diff: {found.path}", highlight=False)
+    # diff shows where the runs part, not whether the gap is real; the gate decides that, with an exit status
+    console.print(f"is the difference significant? cirrus gate {escape(run_a)} {escape(run_b)} (docs/ci.md)",
+                  highlight=False)
 
 
 def _cut(text: str | None, width: int) -> str:

@@ -20,7 +20,9 @@ __all__ = ["ingest"]
 def ingest(
     raw_path: Annotated[Path, typer.Argument(help="A raw ticket file or a folder of .json/.jsonl(.gz) files.")],
     workspace: WorkspaceOpt = Path("."),
-    fmt: Annotated[str, typer.Option("--format", help="Raw format: auto, native, openai or abcd.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help=(
+        "Raw format: auto (detected per ticket), native, openai, abcd, zendesk, intercom, freshdesk, salesforce or "
+        "meiqia. See docs/input-formats.md."))] = "auto",
     pipeline: Annotated[str, typer.Option(help="Pipeline config: a built-in name or a .toml path.")] = "default",
     kb: Annotated[Optional[Path], typer.Option("--kb", help="Knowledge folder (Markdown/text) for tickets without documents.")] = None,
     tool_schemas: Annotated[Optional[Path], typer.Option(help="JSON/YAML file of OpenAI function schemas; else inferred.")] = None,
@@ -46,14 +48,14 @@ def ingest(
         from cirrus.ingest.knowledge import KnowledgeError
         from cirrus.ingest.pipeline import AnnotatorSpec
         from cirrus.ingest.ray_executor import RayUnavailable
-        from cirrus.ingest.readers import FORMATS
+        from cirrus.ingest.readers import FORMATS, FORMATS_DOC
         from cirrus.ingest.readers.files import NoTicketFiles, check_input
         from cirrus.ingest.run import IngestOptions, run_ingest
         from cirrus.ingest.tool_schemas import ToolSchemaError
         from cirrus.llm.providers import EndpointError, ModelAuthError, resolve_endpoint
 
         if fmt not in FORMATS:
-            fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}")
+            fail(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)} (see {FORMATS_DOC})")
         if not raw_path.exists():
             fail(f"raw input {raw_path} does not exist")
         if executor not in ("local", "ray"):

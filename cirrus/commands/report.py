@@ -76,8 +76,8 @@ def print_report(result: dict[str, Any]) -> None:
     stdout.print(table)
     pairs = result["paired"]
     if pairs is not None and not pairs.is_empty():
-        diff_table = Table(title="paired bootstrap: run_b - run_a on common tasks")
-        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p", "MDD"):
+        diff_table = Table(title="paired bootstrap: run_b - run_a on common tasks (verdict: docs/noise.md)")
+        for column in ("run_a", "run_b", "metric", "tasks", "diff", "95% interval", "p", "MDD", "verdict"):
             diff_table.add_column(column, justify="left" if column in ("run_a", "run_b", "metric") else "right",
                                   overflow="fold")
         for cells in terminal_paired_rows(pairs):

@@ -8,13 +8,15 @@ Files written to the output folder:
 * ``leaderboard.parquet``: one row per run;
 * ``breakdown_category.parquet``, ``breakdown_checkpoints.parquet``,
   ``breakdown_input_tokens.parquet``, ``breakdown_tools.parquet``,
+  ``breakdown_language.parquet``, ``breakdown_channel.parquet``,
   ``breakdown_reply_type.parquet``;
 * ``intervals.parquet``: bootstrap confidence intervals (unless
   ``--bootstrap 0``);
 * ``paired.parquet``: paired bootstrap differences of every two runs (when
   two or more runs are given, unless ``--bootstrap 0``), with the minimal
-  detectable difference of SR pass@1 and ATPR and whether the gap is within
-  the noise;
+  detectable difference of SR pass@1 and ATPR and each difference's verdict
+  (:mod:`cirrus.report.significance`: significantly higher, lower, or
+  within the noise);
 * ``noise.parquet``: one row per run: how often tasks flip between its
   attempts, and the judge's own noise where ``cirrus judge-consistency``
   measured it (``reports/<run_id>/judge_consistency.json``; see
@@ -76,7 +78,7 @@ if TYPE_CHECKING:
     from cirrus.report.loading import Price
 
 __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_N_BOOT", "DEFAULT_SEED", "cost_warnings", "noise_summary",
-           "report_command", "subtask_report", "write_extras", "write_subtask_tables"]
+           "report_command", "subtask_report", "unpriced_line", "write_extras", "write_subtask_tables"]
 
 DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
 DEFAULT_SEED = 0
@@ -107,7 +109,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     import polars as pl
 
     from cirrus.files import atomic_writer
-    from cirrus.report.loading import load_judge_consistency, load_prices, load_runs
+    from cirrus.report.loading import judge_flip_rates, load_judge_consistency, load_prices, load_runs
     from cirrus.report.schema import FILES, SCHEMA_VERSION
     from cirrus.report.tables import DIMENSIONS, breakdown_by, leaderboard, summary_mismatches
     from cirrus.report.uncertainty import intervals, noise, paired
@@ -126,27 +128,30 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     warnings = [w for run in runs for w in run.warnings] + comparability_warnings(runs, k)
 
     tables: dict[str, pl.DataFrame] = {"leaderboard.parquet": leaderboard(runs, k, price_table)}
+    unpriced = []
     for run, row in zip(runs, tables["leaderboard.parquet"].iter_rows(named=True)):
         if k is None or k == run.k:
             warnings += [f"run {run.run_id!r}: {p}" for p in summary_mismatches(run, row)]
         if row["cost_total"] is None:
-            warnings += cost_warnings(run, price_table)
+            unpriced.append(run)
+    warnings += cost_warnings(unpriced, price_table)  # one line names every unpriced model
     for dimension in DIMENSIONS:
         tables[f"breakdown_{dimension}.parquet"] = breakdown_by(runs, dimension, k)
+    judge_noise = {}
+    for run in runs:
+        judge_noise[run.run_id], problems = load_judge_consistency(run)
+        warnings += problems
     interval_table = paired_table = None
     if bootstrap > 0:
         interval_table = intervals(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
         tables["intervals.parquet"] = interval_table
         if len(runs) > 1:
-            paired_table = paired(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence)
+            paired_table = paired(runs, k=k, n_boot=bootstrap, seed=seed, confidence=confidence,
+                                  judge_flips=judge_flip_rates(judge_noise))
             tables["paired.parquet"] = paired_table
             for row in paired_table.filter(pl.col("metric") == "sr_pass1").iter_rows(named=True):
                 if row["n_tasks"] == 0:
                     warnings.append(f"runs {row['run_a']!r} and {row['run_b']!r} have no scored task in common")
-    judge_noise = {}
-    for run in runs:
-        judge_noise[run.run_id], problems = load_judge_consistency(run)
-        warnings += problems
     noise_table = noise(runs, judge_noise)
     tables["noise.parquet"] = noise_table
     from cirrus.report.tables import failure_breakdown
@@ -197,32 +202,72 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
             "failures": tables["failures.parquet"], "subtask": subtask_part}
 
 
-def cost_warnings(run: Any, prices: Mapping[str, Any]) -> list[str]:
-    """Why a run's ``cost_total`` is null, one warning per unpriced role
-    (none for a run without ``usage`` when there is no price table: nothing
-    was asked to be priced)."""
+def cost_warnings(runs: Sequence[Any], prices: Mapping[str, Any]) -> list[str]:
+    """Why the runs' ``cost_total`` is null, in one line that names every
+    unpriced model with the roles and runs it served (and the runs that do
+    not name a role's model), plus one line per run whose re-pricing failed
+    (a broken usage record, another currency).  Nothing for a run without
+    ``usage`` when there is no price table: nothing was asked to be priced."""
     from cirrus.report.loading import parse_prices
     from cirrus.report.tables import cost_of
 
-    if not prices and not isinstance(run.summary.get("usage"), dict):
-        return []
-    cost = cost_of(run, parse_prices(dict(prices)))
-    if cost.problem:
-        return [f"run {run.run_id!r}: {cost.problem}"]
-    if cost.source == "none":
-        return [f"no price for model {run.model!r} (run {run.run_id!r}): its cost columns are null"]
-    return [f"no price for model {model!r}, the {role} of run {run.run_id!r}: its cost_{role} and cost_total are "
-            f"null (add [prices.\"{model}\"] to cirrus.toml)" if model else
-            f"run {run.run_id!r} does not name its {role}'s model: its cost_{role} and cost_total are null"
-            for role, model in cost.unpriced]
+    parsed = parse_prices(dict(prices))
+    problems: list[str] = []
+    unpriced: list[tuple[str | None, str, str]] = []  # (model or None when unnamed, role, run)
+    for run in runs:
+        if not prices and not isinstance(run.summary.get("usage"), dict):
+            continue
+        cost = cost_of(run, parsed)
+        if cost.problem:
+            problems.append(f"run {run.run_id!r}: {cost.problem}")
+            continue
+        roles = (("agent", run.model),) if cost.source == "none" else cost.unpriced
+        unpriced += [(model, role, run.run_id) for role, model in roles]
+    line = unpriced_line(unpriced)
+    return ([line] if line else []) + problems
+
+
+def unpriced_line(unpriced: Sequence[tuple[str | None, str, str]]) -> str | None:
+    """The one price warning of ``(model, role, run_id)`` triples (model
+    None: the run does not name that role's model), e.g. ``no price for 2
+    models, 'm' (agent of runs 'a', 'b') and 'j' (judge and fluency of run
+    'c'): the cost columns of those roles and cost_total are null (add
+    [prices."m"] and [prices."j"] to cirrus.toml)``; None when nothing is
+    unpriced."""
+    def runs_text(run_ids: Sequence[str]) -> str:
+        return ("run " if len(run_ids) == 1 else "runs ") + ", ".join(repr(r) for r in run_ids)
+
+    def served(triples: Sequence[tuple[str | None, str, str]]) -> str:
+        roles: dict[str, list[str]] = {}  # run -> its roles, then grouped by the same roles
+        for _, role, run_id in triples:
+            roles.setdefault(run_id, []).append(role)
+        by_roles: dict[tuple[str, ...], list[str]] = {}
+        for run_id, names in roles.items():
+            by_roles.setdefault(tuple(names), []).append(run_id)
+        return "; ".join(f"{' and '.join(names)} of {runs_text(ids)}" for names, ids in by_roles.items())
+
+    models = list(dict.fromkeys(model for model, _, _ in unpriced if model))
+    parts = []
+    if models:
+        named = [f"{m!r} ({served([t for t in unpriced if t[0] == m])})" for m in models]
+        listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+        tables = " and ".join(f'[prices."{m}"]' for m in models)
+        parts.append(f"no price for {'model' if len(models) == 1 else f'{len(models)} models,'} {listed}: the cost "
+                     f"columns of those roles and cost_total are null (add {tables} to cirrus.toml)")
+    unnamed = [t for t in unpriced if not t[0]]
+    if unnamed:
+        parts.append(f"no model named for the {served(unnamed)}: those cost columns and cost_total are null")
+    return "; ".join(parts) or None
 
 
 def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) -> dict[str, Any]:
     """``noise`` of ``report.json``: ``runs``, the rows of ``noise.parquet``
     (without ``schema_version``), and ``pairs``: per pair of runs and metric
     of :data:`~cirrus.report.uncertainty.MDD_METRICS`, the ``difference``
-    (run_b - run_a on the common tasks), its ``mdd`` and ``within_noise``
-    (empty without a paired table: one run, or ``--bootstrap 0``)."""
+    (run_b - run_a on the common tasks), its ``mdd``, the interval its
+    verdict reads (``test_*``, ``judge_sd``), ``verdict`` and
+    ``within_noise`` (empty without a paired table: one run, or
+    ``--bootstrap 0``)."""
     import polars as pl
 
     from cirrus.report.uncertainty import MDD_METRICS
@@ -234,7 +279,9 @@ def noise_summary(noise_table: pl.DataFrame, paired_table: pl.DataFrame | None) 
             pairs.append({"run_a": row["run_a"], "run_b": row["run_b"], "metric": row["metric"],
                           "n_tasks": row["n_tasks"], "estimate_a": row["estimate_a"], "estimate_b": row["estimate_b"],
                           "difference": row["diff"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-                          "mdd": row["mdd"], "within_noise": row["within_noise"]})
+                          "mdd": row["mdd"], "within_noise": row["within_noise"],
+                          "test_confidence": row["test_confidence"], "test_low": row["test_low"],
+                          "test_high": row["test_high"], "judge_sd": row["judge_sd"], "verdict": row["verdict"]})
     return {"runs": runs, "pairs": pairs}
 
 

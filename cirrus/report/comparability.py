@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["comparability_warnings"]
+__all__ = ["GATE_SETTINGS", "comparability_warnings", "differing_settings"]
 
 
 def _fingerprint(run: Any) -> dict[str, Any]:
@@ -84,3 +84,32 @@ def comparability_warnings(runs: Sequence[Any], k: int | None = None) -> list[st
                             f"model ({run.model}), so it grades itself; rerun it with a fixed --judge-model to "
                             "compare it fairly")
     return warnings
+
+
+# what must be equal for `cirrus gate` to compare two runs at all: the judge
+# (and the fluency checker, which also ends walks), K and the tasks
+GATE_SETTINGS = ("judge model", "judge prompt hash", "judge logical-jump prompt hash", "judge input limits",
+                 "fluency model", "fluency prompt hash", "fluency input limits", "K (--pass-k)", "dataset hash")
+
+
+def differing_settings(runs: Sequence[Any], settings: Sequence[str] = GATE_SETTINGS) -> list[str]:
+    """The ``settings`` (names of the comparability checks above) that
+    differ across ``runs``, each as ``what (run: value, ...)``; a setting a
+    run did not record counts as ``unknown`` unless the check leaves such
+    runs out (prompt hashes, input limits)."""
+    known = {what: (get, skip) for what, get, skip in _COMPARED}
+    unknown = [what for what in settings if what not in known]
+    if unknown:
+        raise ValueError(f"unknown settings {unknown!r}; known: {', '.join(known)}")
+    found = []
+    for what in settings:
+        get, skip_unrecorded = known[what]
+        values = {run.run_id: get(run) for run in runs}
+        if skip_unrecorded:
+            values = {r: v for r, v in values.items() if v is not None}
+        if len(values) < 2 or len({str(v) for v in values.values()}) < 2:
+            continue
+        shown = ", ".join(f"{r}: {'unknown' if v is None else (str(v)[:12] if 'hash' in what else v)}"
+                          for r, v in values.items())
+        found.append(f"{what} ({shown})")
+    return found

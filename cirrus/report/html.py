@@ -7,7 +7,8 @@ frames it writes as Parquet) with the Jinja2 template
 
 * the leaderboard with bootstrap confidence intervals, and a chart of SR
   pass@1 and ATPR per run with the intervals as error bars;
-* bar charts of every breakdown (category, checkpoints, input tokens, tools:
+* bar charts of every breakdown (category, checkpoints, input tokens, tools,
+  the ticket's language and channel:
   SR pass@1 and ATPR; reply type: acceptance and coverage rate), with error
   bars where ``intervals`` has the group;
 * SR pass@1 against AMTL (quality against the paper's token-based
@@ -23,9 +24,11 @@ frames it writes as Parquet) with the Jinja2 template
 * TPR by checkpoint depth: per run, the share of ok attempts (of tasks with
   at least k checkpoints) whose walk covered checkpoint k;
 * noise: per run, how often tasks flip between attempts (and the judge's
-  own flip rate where measured), per pair of runs the minimal detectable
-  difference of SR pass@1 and ATPR; leaderboard cells whose gap to the best
-  run is within that noise are marked ``≈`` (see ``docs/noise.md``);
+  own flip rate where measured), per pair of runs the verdict on SR pass@1
+  and ATPR (the interval it read, the p-value, the minimal detectable
+  difference); leaderboard cells whose difference to the best run is within
+  the noise (its interval contains 0) are marked ``≈`` (see
+  ``docs/noise.md``);
 * why turns were rejected: per run, the rejected turns by the ``failure``
   column of ``checkpoints.parquet`` (a table and a bar chart; a note for runs
   written before that column existed);

@@ -10,6 +10,8 @@ TASK_DIMENSION_TITLES = {
     "checkpoints": "Checkpoints per task (K)",
     "input_tokens": "Task input tokens",
     "tools": "Reference uses tools",
+    "language": "Ticket language",
+    "channel": "Ticket channel",
 }
 METRIC_TITLES = {
     "sr_pass1": "SR pass@1", "sr_pass_at_k": "SR pass@K", "pass_hat_k": "pass^K", "atpr": "ATPR",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,11 @@ CHECKPOINT_COLUMNS = ("task_id", "attempt", "checkpoint", "reply_type", "accepte
 
 # what the report adds from tickets/tasks.jsonl
 TASK_META_SCHEMA = {"task_id": pl.Utf8, "task_category": pl.Utf8, "task_input_tokens": pl.Int64,
-                    "ref_tool_calls": pl.Int64, "has_tool_calls": pl.Boolean}
+                    "ref_tool_calls": pl.Int64, "has_tool_calls": pl.Boolean, "task_language": pl.Utf8,
+                    "task_channel": pl.Utf8}
+# ticket metadata a report can break down by: Run.tasks column <- TaskMetadata.tasks column
+TICKET_DIMENSIONS = {"language": "task_language", "channel": "task_channel"}
+DEFAULT_LANGUAGE = "en"  # = cirrus.schema.Task.language's default: a task line without one is English
 REFERENCE_SCHEMA = {"task_id": pl.Utf8, "checkpoint": pl.Int64, "ref_reply_type": pl.Utf8,
                     "ref_tool_calls": pl.Int64}
 
@@ -51,7 +55,9 @@ class TaskMetadata:
     ``tasks``: one row per task: ``task_id``, ``task_category``,
     ``task_input_tokens`` (``stats.input_tokens``: the length of the task's
     context), ``ref_tool_calls`` (reference tool calls over all checkpoints),
-    ``has_tool_calls`` (``ref_tool_calls > 0``).
+    ``has_tool_calls`` (``ref_tool_calls > 0``), ``task_language`` and
+    ``task_channel`` (the ticket's ``language``, ``en`` when the line has
+    none, and ``channel``).
 
     ``reference``: one row per reference checkpoint: ``task_id``,
     ``checkpoint`` (1-based index), ``ref_reply_type``, ``ref_tool_calls``.
@@ -80,7 +86,8 @@ class Run:
     ``tasks``: ``tasks.parquet`` (one row per (task, attempt)) with ``run_id``,
     ``model``, ``end_reason`` and ``end_checkpoint`` (filled in for runs
     written before those columns existed), plus the task metadata columns
-    ``task_input_tokens``, ``ref_tool_calls``, ``has_tool_calls``.
+    ``task_input_tokens``, ``ref_tool_calls``, ``has_tool_calls``,
+    ``language`` and ``channel`` (:data:`TICKET_DIMENSIONS`).
 
     ``checkpoints``: ``checkpoints.parquet`` (one row per judged agent turn)
     with ``run_id``, ``model`` and ``failure`` (null for runs written before
@@ -189,12 +196,19 @@ def load_task_metadata(workspace: Path) -> TaskMetadata:
         tokens = (task.get("stats") or {}).get("input_tokens")
         task_rows.append({"task_id": task_id, "task_category": task.get("category"),
                           "task_input_tokens": tokens if isinstance(tokens, int) else None,
-                          "ref_tool_calls": total, "has_tool_calls": total > 0})
+                          "ref_tool_calls": total, "has_tool_calls": total > 0,
+                          "task_language": _text(task.get("language", DEFAULT_LANGUAGE)),
+                          "task_channel": _text(task.get("channel"))})
     tasks = pl.DataFrame(task_rows, schema=TASK_META_SCHEMA)
     duplicated = tasks.filter(pl.col("task_id").is_duplicated())["task_id"].unique().sort().to_list()
     if duplicated:
         raise ReportError(f"{path}: task ids occur twice: {', '.join(duplicated[:5])}")
     return TaskMetadata(path, tasks, pl.DataFrame(reference_rows, schema=REFERENCE_SCHEMA), raw)
+
+
+def _text(value: Any) -> str | None:
+    """A metadata value as a segment label: a non-empty string, else None."""
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
@@ -298,10 +312,13 @@ def load_run(workspace: Path, run_id: str, metadata: TaskMetadata | None = None)
                             f"now {current}): input-token ranges, tool flags and reply types come from the current file")
 
     meta = metadata.tasks.lazy().select("task_id", "task_category", "task_input_tokens", "ref_tool_calls",
-                                        "has_tool_calls")
+                                        "has_tool_calls", *TICKET_DIMENSIONS.values())
+    # the ticket's language and channel: the run's own columns where it has them, else tasks.jsonl's
+    tickets = [(pl.coalesce(column, source) if column in task_names else pl.col(source)).cast(pl.Utf8).alias(column)
+               for column, source in TICKET_DIMENSIONS.items()]
     tasks = (tasks.join(meta, on="task_id", how="left")
-             .with_columns(pl.coalesce("category", "task_category").alias("category"))
-             .drop("task_category")
+             .with_columns(pl.coalesce("category", "task_category").alias("category"), *tickets)
+             .drop("task_category", *TICKET_DIMENSIONS.values())
              .sort("task_id", "attempt"))  # a join does not keep row order
     reference = (metadata.reference.lazy()
                  .join(run_task_ids.to_frame().lazy(), on="task_id", how="semi"))
@@ -512,3 +529,16 @@ def load_judge_consistency(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
     if named is not None and named != run.run_id:
         warnings.append(f"{path} was measured on run {named!r}, not {run.run_id!r}: its judge noise is shown as it is")
     return columns, warnings
+
+
+def judge_flip_rates(judge_noise: Mapping[str, Mapping[str, Any] | None]) -> dict[str, float | None]:
+    """``{run_id: the judge's verdict flip rate}`` from the judge columns of
+    the noise table (:func:`load_judge_consistency`):
+    ``judge_verdict_flip_rate``, else ``judge_item_flip_rate`` (never smaller);
+    None where not measured."""
+    rates: dict[str, float | None] = {}
+    for run_id, columns in judge_noise.items():
+        columns = columns or {}
+        rate = columns.get("judge_verdict_flip_rate")
+        rates[run_id] = rate if rate is not None else columns.get("judge_item_flip_rate")
+    return rates

@@ -9,8 +9,9 @@ Bump :data:`SCHEMA_VERSION` when a column is removed, renamed, retyped or
 changes meaning; adding a column at the end of a table is backward compatible
 and keeps the version.  Version 2 renamed ``group`` / ``group_order`` (``group``
 is an SQL reserved word) to ``segment`` / ``segment_order``; the ``noise``
-table and ``paired``'s ``mdd`` / ``within_noise`` were added later within
-version 2.
+table, ``paired``'s ``mdd`` / ``within_noise`` / ``test_*`` / ``judge_sd`` /
+``verdict`` and the ``language`` / ``channel`` breakdowns were added later
+within version 2.
 
 The per-run tables a run writes (``reports/<run_id>/tasks.parquet``,
 ``checkpoints.parquet``, and a rescore's ``rescore.parquet``) are documented
@@ -46,7 +47,7 @@ _VERSION = Column("schema_version", I64, f"Version of this schema ({SCHEMA_VERSI
 _RUN = Column("run_id", STR, "The run: `reports/<run_id>/` of the workspace.")
 _MODEL = Column("model", STR, "The agent under test (`model` of the run's `summary.json`).")
 _K = Column("k", I64, "K of pass@K and pass^K in this row (the run's `--pass-k` unless `cirrus report --k` overrides it).")
-_DIMENSION = Column("dimension", STR, "What the rows are grouped by: `category`, `checkpoints`, `input_tokens`, `tools` or `reply_type` (`overall` in intervals: the whole run).")
+_DIMENSION = Column("dimension", STR, "What the rows are grouped by: `category`, `checkpoints`, `input_tokens`, `tools`, `language`, `channel` (the ticket's language and channel from `tickets/tasks.jsonl`; null ones are `unknown`) or `reply_type` (`overall` in intervals: the whole run).")
 _SEGMENT = Column("segment", STR, "The segment (group of rows) of the dimension: its label (see the dimension's section); `all` for `overall`. Named `group` before schema version 2.")
 _ORDER = Column("segment_order", I64, "Position of the segment in the paper's order (0-based); sort by it to print the table. Named `group_order` before schema version 2.")
 
@@ -157,7 +158,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("n_boot", I64, "Replicates in which the difference was defined."),
         Column("seed", I64, "Seed of the resampling."),
         Column("mdd", F64, "Minimal detectable difference (`sr_pass1` and `atpr` only, else null): the smallest true difference this comparison finds with 80% power at two-sided alpha 0.05, (z_0.975 + z_0.80) * sd(d_t) / sqrt(n_tasks), d_t the per-task differences of the task's mean over its ok attempts (normal approximation over tasks; see `docs/noise.md`). Null when n_tasks < 2 or every task differs by the same amount (sd 0). Added after version 2 was released (same version)."),
-        Column("within_noise", BOOL, "True when the gap is within the noise of this comparison: |diff| < mdd, or the interval ci_low .. ci_high contains 0; either test alone when the other is null; null when both are. Added after version 2 was released (same version)."),
+        Column("within_noise", BOOL, "True when the difference is within the noise of this comparison: the interval the verdict reads, test_low .. test_high, contains 0 (`verdict = inside_noise`); null when it is undefined. The MDD plays no part (see `docs/noise.md`). Added after version 2 was released (same version); until the columns below existed it was also true when |diff| < mdd, which called significant differences noise."),
+        Column("test_confidence", F64, "The level the verdict reads the interval at: for `sr_pass1` and `atpr`, which the report decides on together, the Bonferroni level 1 - (1 - confidence) / 2 (0.975); for the other metrics `confidence`. Added after version 2 was released (same version)."),
+        Column("test_low", F64, "Lower end of the interval the verdict reads: the paired bootstrap's percentile interval at test_confidence (the same replicates as ci_low), widened by judge_sd when the judge's flip rate was measured. Added after version 2 was released (same version)."),
+        Column("test_high", F64, "Upper end of that interval. Added after version 2 was released (same version)."),
+        Column("judge_sd", F64, "`sr_pass1` and `atpr` only: the standard deviation re-judging could add to diff, from the judges' verdict flip rates that `cirrus judge-consistency` measured (sqrt(q_a / n_a + q_b / n_b), q = 1 - (1 - flip rate) ^ (verdicts per attempt), n = scored attempts; a run not measured adds 0); null when neither run's judge was measured. Added after version 2 was released (same version)."),
+        Column("verdict", STR, "`higher` (test_low > 0: run_b is significantly higher), `lower` (test_high < 0) or `inside_noise` (the interval contains 0); null without an interval. The rule of `docs/noise.md` and of `cirrus gate`. Added after version 2 was released (same version)."),
     ),
     "noise": (
         _VERSION, _RUN, _MODEL,
@@ -219,6 +225,8 @@ FILES: dict[str, str] = {
     "breakdown_checkpoints.parquet": "breakdown",
     "breakdown_input_tokens.parquet": "breakdown",
     "breakdown_tools.parquet": "breakdown",
+    "breakdown_language.parquet": "breakdown",
+    "breakdown_channel.parquet": "breakdown",
     "breakdown_reply_type.parquet": "breakdown_reply_type",
     "intervals.parquet": "intervals",
     "paired.parquet": "paired",

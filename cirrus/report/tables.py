@@ -5,7 +5,8 @@
   CirrusBench paper's tables: ``category`` (Table 6), ``checkpoints``
   (Table 5: 1, 2, 3, 4, 5+), ``input_tokens`` (Table 4: 0-8k, 8k-16k, 16k+
   tokens of task context), ``tools`` (Table 3: tasks whose reference used
-  tools or not) and ``reply_type`` (Figure 6, over checkpoints);
+  tools or not), ``language`` and ``channel`` (the ticket's, from
+  ``tickets/tasks.jsonl``) and ``reply_type`` (Figure 6, over checkpoints);
 * :func:`failure_breakdown`: one row per (run, reply type, failure
   category): how the failed turns of each run split over the categories of
   ``docs/failures.md``;
@@ -37,7 +38,7 @@ from cirrus.schema import REPLY_TYPES
 from cirrus.usage import Usage, UsageLedger, role_of
 
 OVERALL = "overall"
-TASK_DIMENSIONS = ("category", "checkpoints", "input_tokens", "tools")
+TASK_DIMENSIONS = ("category", "checkpoints", "input_tokens", "tools", "language", "channel")
 DIMENSIONS = (*TASK_DIMENSIONS, "reply_type")
 
 TOKEN_EDGES = (8_000, 16_000)  # task input tokens: [0, 8000), [8000, 16000), [16000, inf)
@@ -77,6 +78,8 @@ def group_label(dimension: str) -> pl.Expr:
                  .when(tokens < TOKEN_EDGES[0]).then(pl.lit(TOKEN_GROUPS[0]))
                  .when(tokens < TOKEN_EDGES[1]).then(pl.lit(TOKEN_GROUPS[1]))
                  .otherwise(pl.lit(TOKEN_GROUPS[2])))
+    elif dimension in ("language", "channel"):  # the ticket's metadata (loading.TICKET_DIMENSIONS)
+        label = pl.col(dimension).fill_null(UNKNOWN)
     elif dimension == "tools":
         label = (pl.when(pl.col("has_tool_calls").is_null()).then(pl.lit(UNKNOWN))
                  .when(pl.col("has_tool_calls")).then(pl.lit(TOOL_GROUPS[0]))
@@ -297,7 +300,9 @@ def breakdown_by(runs: Sequence[Run], dimension: str, k: int | None = None) -> p
       before the agent answers): ``0-8k`` (< 8,000), ``8k-16k`` (< 16,000),
       ``16k+``;
     * ``tools``: ``with_tool_calls`` when any reference checkpoint of the
-      task has a tool call, else ``without_tool_calls``.
+      task has a tool call, else ``without_tool_calls``;
+    * ``language``, ``channel``: the ticket's ``language`` and ``channel``
+      of ``tickets/tasks.jsonl`` (``unknown`` when it has none).
 
     ``reply_type`` groups checkpoints, not tasks, by their reference reply
     type; see :mod:`cirrus.report.schema` for its columns.

@@ -15,9 +15,10 @@ Core functions (pure numpy, no I/O):
 * :func:`paired_bootstrap`: the difference of two runs on common tasks, with
   the same resampled tasks for both, and a two-sided p-value;
 * :func:`bootstrap_mean`: the interval of a plain mean of per-task values;
-* :func:`minimal_detectable_difference` and :func:`within_noise`: how large a
-  paired difference must be to be seen at all, and whether an observed one
-  is within the noise;
+* :func:`minimal_detectable_difference`: how large a true paired difference
+  these tasks would reliably detect (a power figure, not a test);
+* :func:`within_noise`: whether an observed difference is within the noise,
+  by the rule of :mod:`cirrus.report.significance` (its interval contains 0);
 * :func:`flip_counts` / :func:`attempt_flips`: how often a task's outcome
   changes between attempts of one run.
 
@@ -40,6 +41,14 @@ import polars as pl
 from cirrus.judges.calibration import wilson_interval
 from cirrus.report.loading import JUDGE_NOISE_COLUMNS, Run
 from cirrus.report.schema import conform, empty
+from cirrus.report.significance import (
+    INSIDE_NOISE,
+    corrected_confidence,
+    judge_sd,
+    level_text,
+    report_verdict,
+    widen,
+)
 from cirrus.report.tables import (
     DIMENSIONS,
     HEADLINE_METRICS,
@@ -57,6 +66,10 @@ DEFAULT_CONFIDENCE = 0.95
 MDD_ALPHA = 0.05  # two-sided level of the test the minimal detectable difference is for
 MDD_POWER = 0.80  # the chance of detecting a true difference of that size
 MDD_METRICS = ("sr_pass1", "atpr")  # the paired metrics with a minimal detectable difference
+# the metrics the report decides on together (Bonferroni over them; docs/noise.md)
+DECISION_METRICS = MDD_METRICS
+# per-attempt means in [0, 1] whose interval can take the judge's measured noise (significance.judge_sd)
+JUDGED_METRICS = ("sr_pass1", "atpr")
 _CELLS_PER_CHUNK = 1 << 22  # replicates x tasks held at once (32 MiB of float64)
 
 
@@ -78,7 +91,11 @@ class Interval:
 class PairedDifference:
     """Per metric: ``estimate_a``, ``estimate_b`` on the common tasks,
     ``diff = estimate_b - estimate_a``, its percentile interval ``low`` ..
-    ``high``, two-sided ``p_value`` of "no difference", ``n_valid``."""
+    ``high``, two-sided ``p_value`` of "no difference", ``n_valid``; and
+    ``test_low`` .. ``test_high``: the percentile interval of the same
+    replicates at ``test_confidence`` (the level a decision reads, e.g.
+    Bonferroni-corrected; :mod:`cirrus.report.significance`), equal to
+    ``low`` .. ``high`` when none was asked."""
 
     estimate_a: np.ndarray
     estimate_b: np.ndarray
@@ -87,6 +104,9 @@ class PairedDifference:
     high: np.ndarray
     p_value: np.ndarray
     n_valid: np.ndarray
+    test_low: np.ndarray | None = None
+    test_high: np.ndarray | None = None
+    test_confidence: float | None = None
 
 
 def _check(n_boot: int, confidence: float) -> None:
@@ -181,11 +201,15 @@ def bootstrap_mean(values: np.ndarray | Sequence, *, n_boot: int = DEFAULT_N_BOO
 def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Sequence,
                      sums_b: np.ndarray | Sequence, counts_b: np.ndarray | Sequence, *,
                      n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
-                     confidence: float = DEFAULT_CONFIDENCE) -> PairedDifference:
+                     confidence: float = DEFAULT_CONFIDENCE,
+                     test_confidence: float | None = None) -> PairedDifference:
     """Paired bootstrap of ``metric(b) - metric(a)`` over the same tasks
     (row ``t`` of every array is the same task): each replicate draws tasks
     once and scores both runs on them, so what the runs share (a task that is
     hard for both) cancels out.
+
+    ``test_confidence``: a second level read from the same replicates
+    (``test_low`` .. ``test_high``); default: ``confidence``.
 
     p-value (two-sided, of "no difference"): the bootstrap distribution of
     the difference shifted to mean zero under the null,
@@ -194,6 +218,9 @@ def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Seque
     difference seen in (nearly) every replicate gives about ``1 / n_boot``.
     """
     _check(n_boot, confidence)
+    if test_confidence is None:
+        test_confidence = confidence
+    _check(n_boot, test_confidence)
     arrays = [_as_matrix(x, name) for x, name in ((sums_a, "sums_a"), (counts_a, "counts_a"),
                                                    (sums_b, "sums_b"), (counts_b, "counts_b"))]
     if len({a.shape for a in arrays}) != 1:
@@ -206,10 +233,12 @@ def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Seque
     nan = np.full(metrics, np.nan)
     if sums_a.shape[0] == 0:
         return PairedDifference(estimate_a, estimate_b, diff, nan, nan.copy(), nan.copy(),
-                                np.zeros(metrics, dtype=np.int64))
+                                np.zeros(metrics, dtype=np.int64), nan.copy(), nan.copy(), test_confidence)
     both = _replicates(np.hstack([sums_a, sums_b]), np.hstack([counts_a, counts_b]), n_boot, seed)
     replicates = both[:, metrics:] - both[:, :metrics]
     low, high, _, n_valid = _percentiles(replicates, confidence)
+    test_low, test_high = (low, high) if test_confidence == confidence else _percentiles(replicates,
+                                                                                         test_confidence)[:2]
     p_value = nan.copy()
     for m in np.flatnonzero(n_valid):
         if not np.isfinite(diff[m]):
@@ -219,7 +248,8 @@ def paired_bootstrap(sums_a: np.ndarray | Sequence, counts_a: np.ndarray | Seque
         tolerance = 1e-12 * max(1.0, abs(diff[m]))
         extreme = np.count_nonzero(np.abs(d - diff[m]) >= abs(diff[m]) - tolerance)
         p_value[m] = min(1.0, (1 + extreme) / (1 + len(d)))
-    return PairedDifference(estimate_a, estimate_b, diff, low, high, p_value, n_valid)
+    return PairedDifference(estimate_a, estimate_b, diff, low, high, p_value, n_valid, test_low.copy(),
+                            test_high.copy(), test_confidence)
 
 
 # --------------------------------------------------------------------------
@@ -274,20 +304,16 @@ def minimal_detectable_difference(differences: np.ndarray | Sequence[float], *, 
     return multiplier * sd / math.sqrt(len(d))
 
 
-def within_noise(diff: float | None, mdd: float | None, ci_low: float | None, ci_high: float | None) -> bool | None:
-    """Whether an observed paired difference is within the noise of its
-    comparison: ``|diff| < mdd`` (the comparison could not reliably see a
-    gap this small) **or** the interval ``ci_low .. ci_high`` contains 0 (the
-    paired bootstrap does not exclude no difference).  Either test alone
-    when the other is undefined (``None``); None when both are, or when
-    ``diff`` is."""
-    if diff is None or not math.isfinite(diff):
-        return None
-    has_mdd = mdd is not None and math.isfinite(mdd)
-    has_ci = ci_low is not None and ci_high is not None and math.isfinite(ci_low) and math.isfinite(ci_high)
-    if not has_mdd and not has_ci:
-        return None
-    return bool((has_mdd and abs(diff) < mdd) or (has_ci and ci_low <= 0 <= ci_high))  # type: ignore[operator]
+def within_noise(ci_low: float | None, ci_high: float | None) -> bool | None:
+    """Whether a paired difference is within the noise of its comparison:
+    its interval ``ci_low .. ci_high`` (read at the comparison's level,
+    see :mod:`cirrus.report.significance`) contains 0, ends included.
+    None when the interval is undefined.  The MDD plays no part: a
+    difference smaller than the MDD whose interval leaves out 0 is
+    significant all the same (the MDD is about the power to find a true
+    difference, not about an observed one)."""
+    verdict = report_verdict(ci_low, ci_high)
+    return None if verdict is None else verdict == INSIDE_NOISE
 
 
 @dataclass(frozen=True)
@@ -402,7 +428,8 @@ def _group_order(dimension: str, stats: pl.DataFrame) -> list[str]:
 
 
 def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
-           confidence: float = DEFAULT_CONFIDENCE) -> pl.DataFrame:
+           confidence: float = DEFAULT_CONFIDENCE, family: Sequence[str] = DECISION_METRICS,
+           judge_flips: Mapping[str, float | None] | None = None) -> pl.DataFrame:
     """Paired bootstrap differences (schema ``paired``) of the headline
     metrics for every pair of runs (``run_a`` before ``run_b`` in the given
     order), over their common tasks: those with at least one ok attempt in
@@ -412,9 +439,25 @@ def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N
     differences of :data:`MDD_METRICS` (each task's mean over its ok
     attempts, ``m__sum / m__n`` of :func:`~cirrus.report.tables.task_stats`:
     the per-task quantities the bootstrap resamples); null for the other
-    metrics.  ``within_noise``: :func:`within_noise` of the row."""
+    metrics.
+
+    The verdict (:mod:`cirrus.report.significance`): the metrics of
+    ``family`` are decided together, each read at the Bonferroni level
+    ``1 - (1 - confidence) / len(family)``; any other metric on its own at
+    ``confidence``.  ``judge_flips``: ``{run_id: the judge's verdict flip
+    rate}`` where measured; it widens the interval of
+    :data:`JUDGED_METRICS` (``judge_sd``).  ``test_confidence``,
+    ``test_low`` .. ``test_high``: the interval read; ``verdict``:
+    ``higher`` / ``lower`` (run_b against run_a) or ``inside_noise``;
+    ``within_noise``: ``verdict = inside_noise``."""
     _check(n_boot, confidence)
     check_k(k)
+    family = tuple(dict.fromkeys(family))
+    unknown = [m for m in family if m not in HEADLINE_METRICS]
+    if unknown or not family:
+        raise ValueError(f"family must name metrics of {', '.join(HEADLINE_METRICS)}, got {list(family)!r}")
+    family_level = corrected_confidence(confidence, len(family))
+    flips = judge_flips or {}
     rows = []
     metrics = HEADLINE_METRICS
     for a, b in combinations(runs, 2):
@@ -424,22 +467,41 @@ def paired(runs: Sequence[Run], *, k: int | None = None, n_boot: int = DEFAULT_N
         common = stats_a.join(stats_b.select("task_id"), on="task_id", how="semi").sort("task_id")
         other = stats_b.join(common.select("task_id"), on="task_id", how="semi").sort("task_id")
         result = paired_bootstrap(*_arrays(common, metrics), *_arrays(other, metrics), n_boot=n_boot, seed=seed,
-                                  confidence=confidence)
+                                  confidence=confidence, test_confidence=family_level)
         mdd = {m: minimal_detectable_difference(_task_means(other, m) - _task_means(common, m)) for m in MDD_METRICS}
+        judged = judge_sd(((flips.get(a.run_id), *_judging(common)), (flips.get(b.run_id), *_judging(other))))
         for i, metric in enumerate(metrics):
             diff, low, high = (_value(x[i]) for x in (result.diff, result.low, result.high))
+            level, test_low, test_high = confidence, low, high
+            if metric in family:
+                level, test_low, test_high = family_level, _value(result.test_low[i]), _value(result.test_high[i])
+            extra = judged if metric in JUDGED_METRICS else None
+            if extra and diff is not None and test_low is not None and test_high is not None:
+                test_low, test_high = widen(diff, test_low, test_high, extra, level)
+            verdict = report_verdict(test_low, test_high)
             rows.append({
                 "run_a": a.run_id, "run_b": b.run_id, "model_a": a.model, "model_b": b.model, "metric": metric,
                 "k": pair_k, "n_tasks": len(common), "estimate_a": _value(result.estimate_a[i]),
                 "estimate_b": _value(result.estimate_b[i]), "diff": diff, "ci_low": low, "ci_high": high,
                 "p_value": _value(result.p_value[i]), "confidence": confidence, "n_boot": int(result.n_valid[i]),
-                "seed": seed, "mdd": mdd.get(metric), "within_noise": within_noise(diff, mdd.get(metric), low, high),
+                "seed": seed, "mdd": mdd.get(metric), "within_noise": within_noise(test_low, test_high),
+                "test_confidence": level, "test_low": test_low, "test_high": test_high, "judge_sd": extra,
+                "verdict": verdict,
             })
     if not rows:
         return empty("paired")
     return conform(pl.DataFrame(rows, schema_overrides={**{c: pl.Float64 for c in (
-        "estimate_a", "estimate_b", "diff", "ci_low", "ci_high", "p_value", "mdd")}, "within_noise": pl.Boolean}),
-        "paired")
+        "estimate_a", "estimate_b", "diff", "ci_low", "ci_high", "p_value", "mdd", "test_confidence", "test_low",
+        "test_high", "judge_sd")}, "within_noise": pl.Boolean, "verdict": pl.Utf8}), "paired")
+
+
+def _judging(stats: pl.DataFrame) -> tuple[float, int]:
+    """``(verdicts per scored attempt, scored attempts)`` of one run's
+    ``task_stats`` rows: judged turns with a coverage verdict (``rr__n``)
+    over ok attempts (``sr_pass1__n``)."""
+    attempts = float(stats["sr_pass1__n"].sum()) if stats.height else 0.0
+    verdicts = float(stats["rr__n"].sum()) if stats.height else 0.0
+    return (verdicts / attempts if attempts else 0.0), int(attempts)
 
 
 def _task_means(stats: pl.DataFrame, metric: str) -> np.ndarray:
@@ -473,17 +535,16 @@ def noise(runs: Sequence[Run], judge: Mapping[str, Mapping[str, object] | None] 
 
 
 def noise_reason(diff: float, mdd: float | None, ci_low: float | None, ci_high: float | None, n_tasks: int,
-                 confidence: float = DEFAULT_CONFIDENCE) -> str:
-    """Why a difference is within the noise, in words, for the page and the
-    terminal: ``difference 0.040 < MDD 0.110 at 30 tasks`` (or, when only
-    the interval says so, that it contains 0)."""
-    size = f"difference {abs(diff):.3f}"
-    if mdd is not None and abs(diff) < mdd:
-        return f"{size} < MDD {mdd:.3f} at {n_tasks} tasks"
+                 confidence: float = DEFAULT_CONFIDENCE, *, judge_sd: float | None = None) -> str:
+    """Why a difference got its verdict, in words, for the page and the
+    terminal: ``difference -0.040; its 97.5% interval [-0.110, 0.030]
+    contains 0; MDD 0.110 at 30 tasks``.  ``ci_low`` .. ``ci_high``: the
+    interval the verdict read (``test_low`` .. ``test_high``) at its level
+    ``confidence``; ``judge_sd``: whether the judge's noise widened it."""
+    size = f"difference {diff:+.3f}"
+    tail = f"MDD {mdd:.3f} at {n_tasks} tasks" if mdd is not None else f"no MDD, at {n_tasks} tasks"
     if ci_low is None or ci_high is None:
-        return f"{size} at {n_tasks} tasks"
-    level = f"{confidence * 100:.0f}%"
-    interval = f"its {level} interval [{ci_low:.3f}, {ci_high:.3f}] contains 0"
-    if mdd is not None:
-        return f"{size} >= MDD {mdd:.3f}, but {interval}, at {n_tasks} tasks"
-    return f"{size}; {interval} (no MDD), at {n_tasks} tasks"
+        return f"{size}, no interval; {tail}"
+    widened = ", widened for the judge's flip rate," if judge_sd else ""
+    holds = "contains 0" if ci_low <= 0 <= ci_high else "leaves out 0"
+    return f"{size}; its {level_text(confidence)} interval{widened} [{ci_low:.3f}, {ci_high:.3f}] {holds}; {tail}"

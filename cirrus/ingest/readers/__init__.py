@@ -1,9 +1,11 @@
 """Raw ticket readers: files -> raw JSON records -> :class:`Ticket` (contract 1).
 
 A format is a small adapter module with ``NAME``, ``detect(payload)`` and
-``parse(payload, origin)``; adding a format means adding a module and an
-entry in :data:`READERS`.  The adapters' ``detect`` functions are mutually
-exclusive, so the order of :data:`READERS` does not decide anything.
+``parse(payload, origin)``; adding a format means adding a module, an entry
+in :data:`READERS` and a section in docs/input-formats.md.  The adapters'
+``detect`` functions are mutually exclusive (the helpdesk exports' through
+one rule, :func:`_export.vendor_of`), so the order of :data:`READERS` does
+not decide anything.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from cirrus.ingest.readers import abcd, native, openai_chat
+from cirrus.ingest.readers import abcd, freshdesk, intercom, meiqia, native, openai_chat, salesforce, zendesk
 from cirrus.ingest.readers.files import RawRecord, iter_raw_records
 from cirrus.schema import Quarantined, SourceRef, Ticket, TicketError
 
@@ -25,10 +27,18 @@ class Reader(Protocol):
     def parse(self, payload: Any, origin: SourceRef) -> Ticket: ...
 
 
-READERS: dict[str, Reader] = {native.NAME: native, openai_chat.NAME: openai_chat, abcd.NAME: abcd}
-FORMATS = ("auto", "native", "openai", "abcd")
+READERS: dict[str, Reader] = {
+    reader.NAME: reader
+    for reader in (native, openai_chat, abcd, zendesk, intercom, freshdesk, salesforce, meiqia)
+}
+FORMATS = ("auto", *READERS)
+FORMATS_DOC = "docs/input-formats.md"
+# The quarantine reason of a record no reader recognises: it names what
+# Cirrus reads and where that is written down, never the record.
+UNRECOGNISED = f"unrecognised ticket format (Cirrus reads {', '.join(READERS)}; see {FORMATS_DOC})"
 
-__all__ = ["FORMATS", "READERS", "RawRecord", "Reader", "iter_raw_records", "read_record", "read_tickets"]
+__all__ = ["FORMATS", "FORMATS_DOC", "READERS", "UNRECOGNISED", "RawRecord", "Reader", "iter_raw_records",
+           "read_record", "read_tickets"]
 
 
 def read_tickets(path: Path, fmt: str = "auto") -> Iterator[Ticket | Quarantined]:
@@ -37,7 +47,7 @@ def read_tickets(path: Path, fmt: str = "auto") -> Iterator[Ticket | Quarantined
     ``fmt`` or a missing ``path``).  A ticket id that an earlier *readable*
     ticket of this input already had is quarantined as a duplicate."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown ticket format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        raise ValueError(f"unknown ticket format {fmt!r}; expected one of {', '.join(FORMATS)} (see {FORMATS_DOC})")
     first_seen: dict[str, str] = {}
     for record in iter_raw_records(path):
         result = read_record(record, fmt)
@@ -59,7 +69,7 @@ def read_record(record: RawRecord, fmt: str = "auto") -> Ticket | Quarantined:
         if fmt == "auto":
             reader = next((r for r in READERS.values() if r.detect(record.payload)), None)
             if reader is None:
-                return Quarantined(record.origin, "unrecognised ticket format")
+                return Quarantined(record.origin, UNRECOGNISED)
         else:
             reader = READERS[fmt]
         return reader.parse(record.payload, record.origin)

@@ -1,7 +1,8 @@
 """Stream raw JSON records out of ticket files (contract 1, 1c).
 
 Nothing here ever holds a whole file: ``.jsonl`` is read line by line and a
-``.json`` list is streamed item by item with ijson.  A record that cannot be
+``.json`` list, or the list of a whole-export object (``{"tickets": [...]}``,
+:mod:`envelopes`), is streamed item by item with ijson.  A record that cannot be
 read becomes an error record whose reason names what went wrong but never
 quotes the input (parser messages that echo the text are cut down to their
 fixed first line).
@@ -15,7 +16,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import IO, Any
 import ijson
 
 from cirrus.ingest.readers._common import NotJSON, loads
+from cirrus.ingest.readers.envelopes import SIDELOADS, attach_sideloads, envelope_of
 from cirrus.schema import SourceRef
 
 try:  # the C backend is the fast one and the one whose messages we know
@@ -245,8 +247,9 @@ def _parse_line(raw: bytes, origin: SourceRef) -> RawRecord:
 
 def _read_json(file: Path, source: str) -> Iterator[RawRecord]:
     """A top-level list yields one record per element (``item`` = 1-based
-    position); anything else is one record.  After a syntax error the parser
-    cannot find the next item again, so the rest of the file is skipped."""
+    position); so does the list of a whole-export object (:mod:`envelopes`);
+    anything else is one record.  After a syntax error the parser cannot
+    find the next item again, so the rest of the file is skipped."""
     item = 0
     is_list = False
     try:
@@ -256,22 +259,80 @@ def _read_json(file: Path, source: str) -> Iterator[RawRecord]:
                 yield RawRecord(SourceRef(source), error="empty file")
                 return
             is_list = first == b"["
-            stream = _DepthGuard(stream)
-            if not is_list:
-                values = _ijson.items(stream, "", use_float=True, buf_size=READ_SIZE)
+            if is_list:
+                for item, record in enumerate(_list_records(_DepthGuard(stream), "item", source, None), start=1):
+                    yield record
+                return
+            top, broken = _top_level_shape(_DepthGuard(stream))
+        envelope = envelope_of(top)
+        if broken is not None and envelope is None:
+            raise broken
+        if envelope is None:  # one record: parsed again, now into a value (a second pass, not a second copy)
+            with _open(file) as stream:
+                _skip_leading_whitespace(stream)
+                values = _ijson.items(_DepthGuard(stream), "", use_float=True, buf_size=READ_SIZE)
                 payload = next(values)
                 for _ in values:  # raises on trailing content
                     pass
-                yield RawRecord(SourceRef(source), payload=payload)
-                return
-            for item, payload in enumerate(_ijson.items(stream, "item", use_float=True, buf_size=READ_SIZE), start=1):
-                yield RawRecord(SourceRef(source, item=item), payload=payload)
+            yield RawRecord(SourceRef(source), payload=payload)
+            return
+        sideloads = {key: _sideload(file, key) for key in SIDELOADS.get(envelope, ()) if top.get(key) == "start_array"}
+        is_list = True
+        with _open(file) as stream:
+            _skip_leading_whitespace(stream)
+            for item, record in enumerate(_list_records(_DepthGuard(stream), f"{envelope}.item", source,
+                                                        lambda payload: attach_sideloads(payload, envelope, sideloads)),
+                                          start=1):
+                yield record
+        if item == 0:
+            yield RawRecord(SourceRef(source), error=f"the export's {envelope!r} list is empty")
     except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError, *_READ_ERRORS) as exc:
         origin = SourceRef(source, item=item + 1) if is_list else SourceRef(source)
         reason = _describe_error(exc)
         if is_list:
             reason += "; rest of file skipped (cannot resync)"
         yield RawRecord(origin, error=reason)
+
+
+def _list_records(stream: Any, prefix: str, source: str, wrap: Callable[[Any], Any] | None) -> Iterator[RawRecord]:
+    """The items of the list at ``prefix``, numbered from 1, each passed
+    through ``wrap`` when one is given."""
+    for item, payload in enumerate(_ijson.items(stream, prefix, use_float=True, buf_size=READ_SIZE), start=1):
+        yield RawRecord(SourceRef(source, item=item), payload=payload if wrap is None else wrap(payload))
+
+
+def _sideload(file: Path, key: str) -> list[Any]:
+    """The items of the top-level list ``key`` (a whole export's ``users``),
+    as many as can be read: a break in the file is reported once, with the
+    records."""
+    found: list[Any] = []
+    try:
+        with _open(file) as stream:
+            _skip_leading_whitespace(stream)
+            found.extend(_ijson.items(_DepthGuard(stream), f"{key}.item", use_float=True, buf_size=READ_SIZE))
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError, *_READ_ERRORS):
+        pass
+    return found
+
+
+def _top_level_shape(stream: Any) -> tuple[dict[str, str], Exception | None]:
+    """Each top-level key of the JSON object in ``stream`` with the first
+    parser event of its value (``start_array``, ``start_map``, ``string``,
+    ...), and the error that stopped the parser, if one did.  A broken
+    whole-export file is still an export: its records before the break are
+    read, as those of a broken list are."""
+    shape: dict[str, str] = {}
+    pending: str | None = None
+    try:
+        for prefix, event, value in _ijson.parse(stream, use_float=True, buf_size=READ_SIZE):
+            if pending is not None:
+                shape[pending] = event
+                pending = None
+            if event == "map_key" and prefix == "":
+                pending = value
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, RecursionError, *_READ_ERRORS) as exc:
+        return shape, exc
+    return shape, None
 
 
 def _skip_leading_whitespace(stream: IO[bytes]) -> bytes | None:

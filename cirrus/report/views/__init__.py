@@ -14,5 +14,6 @@ file is read or written here, no HTML and no chart is made: the page
 * :mod:`~cirrus.report.views.dataset`: the Dataset section;
 * :mod:`~cirrus.report.views.transcripts`: the task table and the transcripts;
 * :mod:`~cirrus.report.views.diff`: where two runs part, linked to the transcripts;
-* :mod:`~cirrus.report.views.subtask`: the subtask runs' tables (Table 4, Figure 6).
+* :mod:`~cirrus.report.views.subtask`: the subtask runs' tables (Table 4, Figure 6);
+* :mod:`~cirrus.report.views.gate`: ``cirrus gate``'s table, Markdown and JUnit XML.
 """

@@ -72,7 +72,10 @@ def leaderboard_rows(board: pl.DataFrame, cis: CiLookup, self_judged: Mapping[st
 
 
 def paired_rows(paired: pl.DataFrame | None) -> list[dict[str, Any]]:
-    """The page's paired differences: one row per pair of runs and metric."""
+    """The page's paired differences: one row per pair of runs and metric,
+    with its verdict in words (:func:`~cirrus.report.views.noise.verdict_text`)."""
+    from cirrus.report.views.noise import verdict_text
+
     rows: list[dict[str, Any]] = []
     if paired is None or paired.is_empty():
         return rows
@@ -85,7 +88,7 @@ def paired_rows(paired: pl.DataFrame | None) -> list[dict[str, Any]]:
                        else METRIC_TITLES.get(row["metric"], row["metric"])),
             "n_tasks": row["n_tasks"], "diff": page_value(row["diff"]),
             "ci": "–" if row["ci_low"] is None else f"[{page_value(row['ci_low'])}, {page_value(row['ci_high'])}]",
-            "p": page_value(row["p_value"], 4)})
+            "p": page_value(row["p_value"], 4), "reading": verdict_text(row)})
     return rows
 
 
@@ -119,12 +122,25 @@ def terminal_leaderboard_rows(board: pl.DataFrame, cis: CiLookup) -> list[list[s
 
 def terminal_paired_rows(paired: pl.DataFrame, metrics: Sequence[str] = ("sr_pass1", "atpr")) -> list[list[str]]:
     """The terminal's paired differences of ``metrics``: run_a, run_b,
-    metric, tasks, difference, its interval, p and MDD."""
+    metric, tasks, difference, its interval, p, MDD, and the verdict with
+    the interval it read (``docs/noise.md``): ``b lower [-0.300, -0.020]
+    @97.5%``, ``≈ [-0.100, 0.050] @97.5%``."""
     import polars as pl
+
+    from cirrus.report.significance import level_text
+    from cirrus.report.views.noise import tested
 
     rows = []
     for row in paired.filter(pl.col("metric").is_in(list(metrics))).iter_rows(named=True):
         interval = "-" if row["ci_low"] is None else f"[{fmt_value(row['ci_low'])}, {fmt_value(row['ci_high'])}]"
+        low, high, level = tested(row)
+        verdict = row.get("verdict")
+        if verdict is None and row.get("within_noise") is not None:
+            verdict = "inside_noise" if row["within_noise"] else None
+        word = {"inside_noise": "≈", "higher": "b higher", "lower": "b lower"}.get(verdict or "", "-")
+        if word != "-" and low is not None and high is not None:
+            widened = "+judge" if row.get("judge_sd") else ""
+            word += f" [{fmt_value(low)}, {fmt_value(high)}] @{level_text(level)}{widened}"
         rows.append([row["run_a"], row["run_b"], row["metric"], str(row["n_tasks"]), fmt_value(row["diff"]),
-                     interval, fmt_value(row["p_value"], 4), fmt_value(row["mdd"])])
+                     interval, fmt_value(row["p_value"], 4), fmt_value(row["mdd"]), word])
     return rows

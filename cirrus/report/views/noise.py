@@ -5,7 +5,7 @@ Noise section's rows (:func:`noise_views`) and the terminal's lines
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cirrus.report.labels import METRIC_TITLES
@@ -14,7 +14,24 @@ from cirrus.report.views.cells import fmt_value, page_interval, page_value
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["noise_lines", "noise_marks", "noise_views"]
+__all__ = ["noise_lines", "noise_marks", "noise_views", "reason_of", "tested", "verdict_text"]
+
+
+def tested(row: Mapping[str, Any]) -> tuple[float | None, float | None, float]:
+    """``(low, high, level)``: the interval a paired row's verdict reads
+    (``test_low`` .. ``test_high`` at ``test_confidence``), or, for a row
+    without them, its ``ci_low`` .. ``ci_high`` at ``confidence``."""
+    if row.get("test_confidence") is not None:
+        return row.get("test_low"), row.get("test_high"), row["test_confidence"]
+    return row.get("ci_low"), row.get("ci_high"), row.get("confidence") or 0.95
+
+
+def reason_of(row: Mapping[str, Any]) -> str:
+    """:func:`~cirrus.report.uncertainty.noise_reason` of a paired row."""
+    from cirrus.report.uncertainty import noise_reason
+
+    low, high, level = tested(row)
+    return noise_reason(row["diff"], row.get("mdd"), low, high, row["n_tasks"], level, judge_sd=row.get("judge_sd"))
 
 
 def noise_marks(board: pl.DataFrame, paired: pl.DataFrame | None,
@@ -22,9 +39,8 @@ def noise_marks(board: pl.DataFrame, paired: pl.DataFrame | None,
     """``{(run_id, metric): tooltip}`` of the leaderboard cells to mark ``≈``:
     runs whose difference to the best run on ``metric`` (the highest value;
     the first of a tie) is within the noise of their paired comparison
-    (``within_noise`` of ``paired``)."""
-    from cirrus.report.uncertainty import noise_reason
-
+    (``within_noise`` of ``paired``: the interval its verdict reads
+    contains 0; see ``docs/noise.md``)."""
     if paired is None or paired.is_empty() or board.height < 2:
         return {}
     pairs = {(r["run_a"], r["run_b"], r["metric"]): r for r in paired.iter_rows(named=True)}
@@ -38,15 +54,25 @@ def noise_marks(board: pl.DataFrame, paired: pl.DataFrame | None,
             row = pairs.get((best, run_id, metric)) or pairs.get((run_id, best, metric))
             if run_id == best or row is None or not row.get("within_noise"):
                 continue
-            reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
-                                  row.get("confidence") or 0.95)
             marks[(run_id, metric)] = (f"within the noise of this comparison with {best}, the best "
-                                       f"{METRIC_TITLES[metric]}: {reason}")
+                                       f"{METRIC_TITLES[metric]}: {reason_of(row)}")
     return marks
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """A paired row's verdict in words: ``within the noise``, ``b higher``,
+    ``b lower`` (run_b against run_a), or ``–`` without one."""
+    verdict = row.get("verdict")
+    if verdict is None:
+        within = row.get("within_noise")
+        return "–" if within is None else ("within the noise" if within else "beyond the noise")
+    return {"inside_noise": "within the noise", "higher": f"{row['run_b']} higher",
+            "lower": f"{row['run_b']} lower"}.get(verdict, verdict)
 
 
 def noise_views(noise: pl.DataFrame, paired: pl.DataFrame | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows of the Noise section: per run, and per pair of runs (SR pass@1 and ATPR)."""
+    from cirrus.report.significance import level_text
     from cirrus.report.uncertainty import MDD_METRICS
 
     runs = []
@@ -69,31 +95,31 @@ def noise_views(noise: pl.DataFrame, paired: pl.DataFrame | None) -> tuple[list[
         for row in paired.iter_rows(named=True):
             if row["metric"] not in MDD_METRICS:
                 continue
-            within = row["within_noise"]
+            low, high, level = tested(row)
+            widened = " + judge" if row.get("judge_sd") else ""
             pairs.append({"run_a": row["run_a"], "run_b": row["run_b"], "metric": METRIC_TITLES[row["metric"]],
                           "n_tasks": row["n_tasks"], "diff": page_value(row["diff"]),
                           "ci": ("–" if row["ci_low"] is None
                                  else f"[{page_value(row['ci_low'])}, {page_value(row['ci_high'])}]"),
-                          "mdd": page_value(row["mdd"]),
-                          "within": "–" if within is None else ("within the noise" if within else "beyond the noise"),
-                          "within_noise": within})
+                          "tested": ("–" if low is None or high is None
+                                     else f"[{page_value(low)}, {page_value(high)}] ({level_text(level)}{widened})"),
+                          "p": page_value(row.get("p_value"), 4),
+                          "mdd": page_value(row["mdd"]), "within": verdict_text(row),
+                          "within_noise": row["within_noise"]})
     return runs, pairs
 
 
 def noise_lines(paired_table: pl.DataFrame | None, metric: str = "sr_pass1") -> list[str]:
     """One line per pair of runs whose ``metric`` difference is within the
     noise, e.g. ``SR pass@1: a 0.620 vs b 0.580: within the noise (difference
-    0.040 < MDD 0.110 at 30 tasks)``."""
+    -0.040; its 97.5% interval [-0.110, 0.030] contains 0; MDD 0.110 at 30
+    tasks)``."""
     import polars as pl
-
-    from cirrus.report.uncertainty import noise_reason
 
     if paired_table is None:
         return []
     lines = []
     for row in paired_table.filter((pl.col("metric") == metric) & pl.col("within_noise")).iter_rows(named=True):
-        reason = noise_reason(row["diff"], row["mdd"], row["ci_low"], row["ci_high"], row["n_tasks"],
-                              row["confidence"])
         lines.append(f"{METRIC_TITLES.get(metric, metric)}: {row['run_a']} {fmt_value(row['estimate_a'])} vs "
-                     f"{row['run_b']} {fmt_value(row['estimate_b'])}: within the noise ({reason})")
+                     f"{row['run_b']} {fmt_value(row['estimate_b'])}: within the noise ({reason_of(row)})")
     return lines
