@@ -118,7 +118,7 @@ def test_runs_write_the_papers_algorithm_1_mtl_beside_mtl(sample_runs):
     import polars as _pl
 
     tasks = _pl.read_parquet(sample_runs / "reports" / "oracle" / "tasks.parquet")
-    assert tasks.columns[-1] == "mtl_alg1"  # added at the end: older readers keep their column positions
+    assert tasks.columns[-3:] == ["mtl_alg1", "language", "channel"]  # added at the end: older readers keep their positions
     ok = tasks.filter(_pl.col("covered") >= 1)
     # the oracle is never rejected: Algorithm 1 divides the accepted turns' tokens by covered, so
     # mtl_alg1 * covered == mtl * accepted_turns on every row
@@ -126,3 +126,16 @@ def test_runs_write_the_papers_algorithm_1_mtl_beside_mtl(sample_runs):
         assert abs(row["mtl_alg1"] * row["covered"] - row["mtl"] * row["accepted_turns"]) < 1e-6
     summary = _json.loads((sample_runs / "reports" / "oracle" / "summary.json").read_text())
     assert summary["amtl_alg1"] is not None and summary["amtl_alg1"] <= summary["amtl"]
+
+
+def test_tasks_parquet_carries_the_tickets_language_and_channel(sample_runs):
+    """Issue 27 item 5: compare English and Chinese tickets without a join."""
+    import json as _json
+
+    import polars as _pl
+
+    tasks = _pl.read_parquet(sample_runs / "reports" / "oracle" / "tasks.parquet")
+    lines = [_json.loads(line) for line in (sample_runs / "tickets" / "tasks.jsonl").open(encoding="utf-8")]
+    expected = {t["task_id"]: (t.get("language", "en"), t.get("channel")) for t in lines}
+    got = {row["task_id"]: (row["language"], row["channel"]) for row in tasks.iter_rows(named=True)}
+    assert got == {task_id: expected[task_id] for task_id in got} and len(got) == len(expected)

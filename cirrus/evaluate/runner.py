@@ -40,7 +40,7 @@ def attempt_row(task: Task | Mapping[str, Any], attempt: int, result: WalkResult
     validated into a :class:`Task`); ``result`` None: an error row."""
     task = as_task(task)
     base = {"task_id": task.task_id, "attempt": attempt, "category": task.category,
-            "checkpoints": len(task.checkpoints)}
+            "checkpoints": len(task.checkpoints), "language": task.language, "channel": task.channel}
     if result is None:
         return {**base, "status": "error", "error": error, "covered": None, "accepted_turns": None, "tpr": None,
                 "lj": None, "nei": None, "mtl": None, "mtl_alg1": None, "success": None, "input_tokens": None,

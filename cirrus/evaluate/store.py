@@ -60,7 +60,7 @@ CHECKPOINT_SCHEMA = {
 RUN_COLUMNS = {"run_id": pl.Utf8, "model": pl.Utf8}
 TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
 # score columns added after the first release, at the end (older runs lack them; readers fill in null)
-TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64}
+TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64, "language": pl.Utf8, "channel": pl.Utf8}
 TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA, **TASK_ADDED_SCHEMA}  # tasks.parquet
 # checkpoint columns added later, at the end: ``failure`` (docs/failures.md;
 # cirrus.evaluate.failures); older runs lack them, readers fill in null

@@ -304,6 +304,8 @@ _TASK_MEANINGS = {
     "nei": "NEI = LJ / (covered - 1) when covered > 1; 1 when covered = 1; 0 when covered = 0.",
     "mtl": "MTL: mean output tokens (STL) of the accepted turns; null (never NaN) when no turn was accepted.",
     "mtl_alg1": "MTL as the paper's Algorithm 1 computes it: the output tokens of every turn of the walk, the rejected one included, divided by covered; null when covered = 0. Beside `mtl` (the paper's text) for comparison with the paper's tables. Runs written before it existed lack it (null).",
+    "language": "The ticket's language code (`en`, `zh`, ...), from the task; runs written before it existed lack it (the report reads it from tasks.jsonl).",
+    "channel": "The ticket's channel (`online-chat`, `email`, ...; null when the ticket named none), from the task; runs written before it existed lack it (the report reads it from tasks.jsonl).",
     "success": "covered = K: every checkpoint covered.",
     "status": "`ok`, or `error`: an infrastructure failure (API errors after retries, timeouts, unparseable judge output), left out of every score.",
     "error": "Why an error row failed (one line); null for ok rows.",
