@@ -34,6 +34,7 @@ from cirrus.ingest.deid.recognizers import (
     LuhnCardRecognizer,
     ObfuscatedEmailRecognizer,
     ReferenceRecognizer,
+    ScriptNameRecognizer,
     SecretRecognizer,
     ValidatedPhoneRecognizer,
 )
@@ -84,6 +85,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
         ReferenceRecognizer(supported_language=lang),
         FieldTextRecognizer(supported_language=lang),
         CheckDigitRecognizer(supported_language=lang),
+        ScriptNameRecognizer(supported_language=lang),
         *country_recognizers(lang),
     ]
     if not base and (extra is None or extra.builtin_recognizers):

@@ -617,3 +617,71 @@ class ContextRequired(LocalRecognizer):
                                                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id}
                 kept.append(result)
         return kept
+
+
+# --- names in other scripts: Cyrillic, Greek, Arabic, Hebrew, Devanagari, Hangul, Japanese ------------------
+
+# a word of one non-Latin alphabetic script (no Han: Chinese names are the Chinese recognizers')
+_SCRIPT_WORD = (r"(?:[\u0400-\u04FF]+|[\u0370-\u03FF\u1F00-\u1FFF]+|[\u0600-\u06FF]+|[\u0590-\u05FF]+|"
+                r"[\u0900-\u097F]+|[\uAC00-\uD7AF]+|[\u3040-\u30FF]+(?:[\u4E00-\u9FFF]{0,3})|"
+                r"[\u4E00-\u9FFF]{1,3}(?=\s+[\u4E00-\u9FFF\u3040-\u30FF]{1,3}\b))")
+_SCRIPT_NAME = rf"(?P<value>{_SCRIPT_WORD}(?:[ \u00A0-]{_SCRIPT_WORD}){{0,2}})"
+# what stands before a name in any language the tickets mix in: introductions, greetings, sign-offs,
+# titles; and the same in the scripts themselves (меня зовут, с уважением, اسمي, שמי, मेरा नाम, 제 이름은)
+_NAME_CUE = (r"(?i:\bmy name is|\bi am|\bi'm|\bthis is|\bname:|\bhi|\bhello|\bhey|\bdear|\bthanks,|"
+             r"\bthank you,|\bregards,|\bbest,|\bcheers,|\bsincerely,|\byours,|\bmr\.?|\bmrs\.?|\bms\.?|\bdr\.?|"
+             r"\bsigned,|\bfrom:|\bcustomer:|\bcontact:)"
+             r"|меня зовут|с уважением,?|здравствуйте,?|привет,?|уважаем(?:ый|ая)|اسمي|مرحبا،?|שמי|שלום,?|"
+             r"मेरा नाम|नमस्ते,?|제 이름은|안녕하세요,?|私の名前は|こんにちは、?")
+_NAME_AFTER_CUE = re.compile(rf"(?i:{_NAME_CUE})[\s,:]*{_SCRIPT_NAME}")
+# a name that signs off: a line of its own after a sign-off line
+_SIGNATURE = re.compile(rf"(?im)^(?:regards|best|cheers|thanks|thank you|sincerely|yours|с уважением|спасибо)"
+                        rf"[^\n]{{0,20}}\n\s*{_SCRIPT_NAME}\s*$")
+# "...と申します" / "...입니다" after a name: Japanese and Korean introductions
+_NAME_BEFORE_CUE = re.compile(rf"{_SCRIPT_NAME}\s*(?:と申します|です。|입니다)")
+
+
+def _capitalised_part(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The leading words of a candidate that read as a name: in a script
+    with letter case (Cyrillic, Greek) each word starts with a capital
+    ("Здравствуйте, у меня ..." holds no name); scripts without case are
+    taken as found."""
+    at, kept_end = start, None
+    for word in re.finditer(r"\S+", text[start:end]):
+        first = word.group()[0]
+        if first.lower() != first.upper() and not first.isupper():
+            break
+        kept_end = start + word.end()
+        at = kept_end
+    return (start, kept_end) if kept_end is not None and at > start else None
+
+
+class ScriptNameRecognizer(LocalRecognizer):
+    """Names written in another script than the text's (Cyrillic, Greek,
+    Arabic, Hebrew, Devanagari, Hangul, Japanese): one to three words after
+    a name cue (an introduction, a greeting, a sign-off, a title, in English
+    or in the name's own language), a signature line after a sign-off, or
+    before a Japanese or Korean self-introduction.  spaCy's English model
+    does not read these scripts; the cue is the evidence, so a sentence in
+    another language without one ("Ошибка подключения") stays."""
+
+    SCORE = 0.75
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_entities=["PERSON"], name="script_names", supported_language=supported_language)
+
+    def load(self) -> None:
+        pass
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
+        if text.isascii():
+            return []
+        found = set()
+        for pattern in (_NAME_AFTER_CUE, _SIGNATURE, _NAME_BEFORE_CUE):
+            for match in pattern.finditer(text):
+                span = _capitalised_part(text, match.start("value"), match.end("value"))
+                if span is not None:
+                    found.add(span)
+        return [RecognizerResult("PERSON", start, end, self.SCORE,
+                                 AnalysisExplanation(self.name, self.SCORE, pattern_name="name cue"))
+                for start, end in sorted(found)]
