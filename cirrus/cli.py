@@ -10,7 +10,7 @@ import typer
 
 from cirrus import __version__
 from cirrus.commands import (audit, diff, gate, ingest, judge_consistency, judge_eval, pii_eval, report, rescore,
-                             show, stats)
+                             show, stats, view)
 from cirrus.commands import eval as eval_command
 from cirrus.commands.tools import tools_app
 from cirrus.commands._common import out
@@ -45,6 +45,7 @@ app.command("pii-eval")(pii_eval.pii_eval)
 app.command("report")(report.report)
 app.command("show")(show.show)
 app.command("diff")(diff.diff)
+app.command("view")(view.view)
 app.command("gate")(gate.gate)
 app.command("rescore")(rescore.rescore)
 app.command("judge-eval")(judge_eval.judge_eval)

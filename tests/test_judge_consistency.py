@@ -27,6 +27,7 @@ from cirrus.judges.consistency import (
     judge_options,
     saved_judge_verdict,
 )
+from cirrus.schema import Checkpoint, ToolCallRef
 from cirrus.settings import RoleSettings
 from tests.chat_server import ChatServer, Reply
 from tests.conftest import workspace_snapshot
@@ -136,8 +137,9 @@ def test_draw_sample_is_reproducible():
 
 
 def test_the_saved_verdict_is_the_judges_not_the_acceptance():
-    checkpoint = {"query": "q", "reply": "r", "tool_calls": [{"name": "Describe", "arguments": {"id": "i-1"}}]}
-    plain = {"query": "q", "reply": "r", "tool_calls": []}
+    checkpoint = Checkpoint(index=1, query="q", reply="r", reply_type="Solution",
+                            tool_calls=[ToolCallRef(name="Describe", arguments={"id": "i-1"})])
+    plain = Checkpoint(index=1, query="q", reply="r", reply_type="Solution")
     right = {"checkpoint": 1, "tool_calls": [{"name": "Describe", "arguments": {"id": "i-1"}, "recorded": True}]}
     wrong = {"checkpoint": 1, "tool_calls": []}
     rejected = {"kind": "coverage", "checkpoint": 1, "ok": False,

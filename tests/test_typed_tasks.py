@@ -1,8 +1,9 @@
-"""Tasks travel through evaluation as ``schema.Task`` (issue 23, typed data):
-``TaskIndex`` validates each line where it reads it and names the line and
-the field of a bad one; the walk, subtask mode, the estimate and rescoring
-read the typed task (a dict given to an entry point is validated into one);
-the agent under test is still given the dict of the task's line."""
+"""Tasks travel as ``schema.Task`` (issue 23, typed data): ``TaskIndex``
+validates each line where it reads it and names the line and the field of a
+bad one; the walk, subtask mode, the estimate, rescoring, judge-consistency
+and report loading read the typed task (a dict given to an entry point is
+validated into one); the agent under test is still given the dict of the
+task's line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 from cirrus.agents.baselines import OracleAgent
 from cirrus.estimate import estimate
@@ -21,7 +24,11 @@ from cirrus.evaluate.saved_run import load_source
 from cirrus.evaluate.subtask import run_subtasks, subtask_attempt_row, subtask_transcript
 from cirrus.evaluate.tasks import TaskFileError, TaskIndex, dataset_hash, load_typed_tasks
 from cirrus.evaluate.walk import walk
+from cirrus.judges.consistency import ask_again, collect_items, saved_judge_verdict
 from cirrus.judges.local import LocalCoverageJudge, LocalFluencyChecker
+from cirrus.report import loading
+from cirrus.report.extras import load_dataset_stats, load_task_context
+from cirrus.report.loading import ReportError, load_runs, load_task_metadata
 from cirrus.replay import ToolReplayer
 from cirrus.schema import Checkpoint, Task, ToolCallRef, as_task, task_dict
 from tests.test_walk import REPLIES, ExactJudge, Fluency, ScriptedAgent, _settings, _task, _workspace
@@ -92,7 +99,7 @@ def test_the_index_loads_typed_tasks_and_hashes_the_lines_as_read(tmp_path):
     assert typed[0].checkpoints[0].query == "It hangs." and typed[0].stats.input_tokens == 7
     assert typed[1].checkpoints[0].tool_calls == [ToolCallRef(name="Describe", arguments={"id": "i-1"})]
     assert index.refs[0].input_tokens == 7  # scheduling reads the validated stats
-    # the dicts of the lines are still there for their readers (agents, report loading, tool server)
+    # the dicts of the lines are still there for their readers (agents, the tool server)
     assert [index.load(ref) for ref in index.refs] == list(index) == raw
     # the dataset hash is the hash of the lines as read, not of the model's dump: unchanged by typing
     assert index.dataset_hash == dataset_hash(raw) == "b52eb8b7c64db58c"
@@ -234,5 +241,129 @@ def test_a_saved_run_holds_typed_tasks_and_rescoring_reads_them(tmp_path):
     assert [type(task) for task in source.tasks] == [Task, Task]
     saved = source.saved[("T-2", 1)]
     assert type(saved.typed_task) is Task and isinstance(saved.typed_task.checkpoints[0], Checkpoint)
-    assert saved.task == _line("T-2", tool_first=True)  # the dict of the line, for judge-consistency
+    assert saved.typed_task == Task.model_validate(_line("T-2", tool_first=True))
+    assert not hasattr(saved, "task")  # no dict of the line any more: judge-consistency reads the typed task too
     assert saved.turns and saved.turns[0].query == "question 1"
+
+
+# -- judge-consistency reads the typed checkpoints -----------------------------------------------------------
+
+
+class RecordingJudge(ExactJudge):
+    """:class:`ExactJudge`, noting the reference of every question."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    async def covers(self, history, query, reference, candidate):
+        self.asked.append((query, reference))
+        return await super().covers(history, query, reference, candidate)
+
+
+def test_judge_consistency_collects_and_asks_with_the_tasks_checkpoints(tmp_path):
+    workspace = _workspace(tmp_path, [_line("T-1"), _line("T-2", tool_first=True)])
+    asyncio.run(run_eval(_settings(workspace), ScriptedAgent(REPLIES), ExactJudge(), Fluency()))
+    source = load_source(workspace, "r1")
+    items, _ = collect_items(source)
+    assert items and {item.task_id for item in items} == {"T-1", "T-2"}
+    tasks = {task.task_id: task for task in source.tasks}
+    for item in items:  # the task's own Checkpoint objects, not copies or dicts
+        checkpoints = tasks[item.task_id].checkpoints
+        assert type(item.answered) is Checkpoint and item.answered is checkpoints[item.turn_checkpoint - 1]
+        assert type(item.judged) is Checkpoint and item.judged is checkpoints[item.judged_checkpoint - 1]
+    judge = RecordingJudge()
+    assert asyncio.run(ask_again(judge, items, repeats=2)) == []
+    assert all(item.fresh == [item.saved, item.saved] for item in items)  # a deterministic judge agrees with itself
+    assert judge.asked == [(item.judged.query, item.judged.reply) for item in items for _ in range(2)]
+
+
+def test_the_saved_verdict_reads_the_checkpoints_reference_tool_calls():
+    checkpoint = Checkpoint(index=1, query="q", reply="r", reply_type="Solution",
+                            tool_calls=[ToolCallRef(name="Describe", arguments={"id": "i-1"})])
+    record = {"kind": "coverage", "checkpoint": 1, "ok": False, "raw": "Included"}
+    right = {"checkpoint": 1, "tool_calls": [{"name": "Describe", "arguments": {"id": "i-1"}, "recorded": True}]}
+    assert saved_judge_verdict(record, right, checkpoint) is False  # the calls were right: ok is the judge's
+    assert saved_judge_verdict(record, {"checkpoint": 1, "tool_calls": []}, checkpoint) is True  # the raw answer
+
+
+# -- report loading reads typed tasks ---------------------------------------------------------------------------
+
+
+def test_report_loading_builds_its_frames_from_typed_tasks(tmp_path, monkeypatch):
+    lines = [HAND_WRITTEN, _line("T-1", tool_first=True)]
+    workspace = _workspace(tmp_path, lines)
+    asyncio.run(run_eval(_settings(workspace), ScriptedAgent(REPLIES), ExactJudge(), Fluency()))
+    given: list[Any] = []
+    real = loading.task_frames
+
+    def recording(tasks):
+        tasks = list(tasks)
+        given.extend(tasks)
+        return real(tasks)
+
+    monkeypatch.setattr(loading, "task_frames", recording)
+    [run] = load_runs(workspace, ["r1"])
+    assert [type(task) for task in given] == [Task, Task] and given == load_typed_tasks(workspace)
+    monkeypatch.undo()
+    metadata = load_task_metadata(workspace)
+    assert [type(task) for task in metadata.typed_tasks()] == [Task, Task]
+    assert list(metadata.typed_tasks()) == given
+    # what the frames say comes from the tasks' attributes: the contract's defaults for what a line leaves out
+    assert metadata.tasks.to_dicts() == [
+        {"task_id": "H-1", "task_category": None, "task_input_tokens": 7, "ref_tool_calls": 0,
+         "has_tool_calls": False, "task_language": "en", "task_channel": None},
+        {"task_id": "T-1", "task_category": "ECS", "task_input_tokens": 0, "ref_tool_calls": 1,
+         "has_tool_calls": True, "task_language": "en", "task_channel": "chat"}]
+    assert metadata.reference.filter(pl.col("task_id") == "T-1").to_dicts() == [
+        {"task_id": "T-1", "checkpoint": 1, "ref_reply_type": "Solution", "ref_tool_calls": 1},
+        {"task_id": "T-1", "checkpoint": 2, "ref_reply_type": "Solution", "ref_tool_calls": 0},
+        {"task_id": "T-1", "checkpoint": 3, "ref_reply_type": "Solution", "ref_tool_calls": 0}]
+    assert run.tasks.select("task_id", "language", "channel").unique().sort("task_id").collect().to_dicts() == [
+        {"task_id": "H-1", "language": "en", "channel": None}, {"task_id": "T-1", "language": "en", "channel": "chat"}]
+    assert not run.warnings
+    # the dataset hash is the lines' as read, whole and for a run made on the first tasks only
+    assert metadata.dataset_hash(None) == metadata.dataset_hash(5) == dataset_hash(lines)
+    assert metadata.dataset_hash(1) == dataset_hash(lines[:1]) != dataset_hash([task_dict(given[0])])
+    # the page's task context and the dataset statistics read the typed tasks too
+    assert load_task_context(workspace) == {task.task_id: task_dict(task) for task in given}
+    stats, problem = load_dataset_stats(workspace)
+    assert problem is None and stats is not None
+
+
+def test_a_report_on_the_first_tasks_hashes_only_those_lines(tmp_path):
+    workspace = _workspace(tmp_path, [_line("T-1"), _line("T-2")])
+    asyncio.run(run_eval(_settings(workspace, limit=1), ScriptedAgent(REPLIES), ExactJudge(), Fluency()))
+    assert not load_runs(workspace, ["r1"])[0].warnings
+    _workspace(tmp_path, [_line("T-1"), {**_line("T-2"), "category": "EVS"}])  # a line the run did not walk
+    assert not load_runs(workspace, ["r1"])[0].warnings
+    _workspace(tmp_path, [{**_line("T-1"), "category": "EVS"}, _line("T-2")])  # the line it walked
+    [warning] = load_runs(workspace, ["r1"])[0].warnings
+    assert "changed since run 'r1' was made" in warning
+
+
+def test_a_malformed_task_line_fails_the_report_naming_the_line_and_the_field(tmp_path):
+    from cirrus.cli import app
+
+    workspace = _workspace(tmp_path, [_line("T-1"), _line("T-2")])
+    asyncio.run(run_eval(_settings(workspace), ScriptedAgent(REPLIES), ExactJudge(), Fluency()))
+    bad = _line("T-2")
+    bad["checkpoints"][1]["reply_type"] = "Nonsense"
+    path = _write_lines(workspace, [json.dumps(_line("T-1")), json.dumps(bad)])
+    with pytest.raises(ReportError) as caught:
+        load_runs(workspace, ["r1"])
+    assert str(caught.value).startswith(f"{path}:2: not a valid task (checkpoints.1.reply_type: Input should be")
+    result = CliRunner().invoke(app, ["report", "r1", "-w", str(workspace), "--out", str(tmp_path / "out")],
+                                env={"COLUMNS": "1000"})
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert f"error: {path}:2: not a valid task (checkpoints.1.reply_type: Input should be" in said
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_task_file_changed_after_the_metadata_was_read_is_said_so(tmp_path):
+    workspace = _workspace(tmp_path, [_line("T-1"), _line("T-2")])
+    metadata = load_task_metadata(workspace)
+    _workspace(tmp_path, [_line("X-1"), _line("T-2")])
+    for read in (lambda: metadata.dataset_hash(1), lambda: list(metadata.typed_tasks())):
+        with pytest.raises(ReportError, match=r"tasks\.jsonl changed while the report read it"):
+            read()

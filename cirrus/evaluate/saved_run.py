@@ -73,20 +73,11 @@ class SavedTurn:
 
 @dataclass(slots=True)
 class SavedAttempt:
-    typed_task: Task  # the task the attempt walked
+    typed_task: Task  # the task the attempt walked (rescore and judge-consistency read it)
     attempt: int
     row: dict[str, Any] | None  # the source's committed attempts row
     transcript: dict[str, Any] | None
     turns: list[SavedTurn] = field(default_factory=list)
-
-    @property
-    def task(self) -> dict[str, Any]:
-        """The task as the dict of its ``tasks.jsonl`` line, for the readers
-        of a mapping (``cirrus judge-consistency``, :mod:`cirrus.judges.consistency`);
-        Cirrus's rescore reads :attr:`typed_task`."""
-        from cirrus.schema import task_dict
-
-        return task_dict(self.typed_task)
 
     @property
     def status(self) -> str:

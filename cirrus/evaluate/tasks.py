@@ -8,8 +8,8 @@ what scheduling needs, and :meth:`TaskIndex.load_task` reads one task back,
 validated into a :class:`~cirrus.schema.Task`, when an attempt starts.
 :meth:`TaskIndex.load` and iterating the index give the lines as read
 (dicts), for the readers of a mapping: the agents under test (the retrieval
-baseline's index, the workspace's tool set), report loading, the tool
-server.
+baseline's index, the workspace's tool set) and the tool server; report
+loading reads the typed tasks.
 """
 
 from __future__ import annotations

@@ -73,8 +73,9 @@ async def ask_coverage(judge: CoverageJudge, history: list[dict[str, Any]],
     so (:meth:`CoverageJudge.covers_later`): the later reference was written
     after the customer's later message, which the agent never saw.  A judge
     without ``covers_later`` is asked the plain question (with the later
-    query as the customer's last message).  The checkpoints may be
-    mappings (``cirrus judge-consistency`` asks with those of a saved run)."""
+    query as the customer's last message).  The checkpoints are the task's
+    :class:`Checkpoint` objects (``cirrus judge-consistency`` asks with those
+    of a saved run); a mapping is still accepted and validated."""
     answered, judged = as_checkpoint(answered), as_checkpoint(judged)
     if not judged.reply.strip():
         return None

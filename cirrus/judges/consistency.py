@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from cirrus.evaluate.roles import RoleOptions
     from cirrus.evaluate.saved_run import SourceRun
     from cirrus.evaluate.types import CoverageJudge
+    from cirrus.schema import Checkpoint
     from cirrus.settings import RoleSettings
 
 OUTPUT_FILE = "judge_consistency.json"
@@ -195,8 +196,8 @@ class JudgedItem:
     judged_checkpoint: int  # j: the checkpoint judged (j > k: a logical jump)
     saved: bool  # the judge's saved verdict (RR)
     history: list[dict[str, Any]]  # what the agent saw, the turn's query last
-    answered: dict[str, Any]  # the task's checkpoint k
-    judged: dict[str, Any]  # the task's checkpoint j
+    answered: Checkpoint  # the task's checkpoint k
+    judged: Checkpoint  # the task's checkpoint j
     candidate: str  # the agent's text
     fresh: list[bool | None] = field(default_factory=list)  # None: the call failed
 
@@ -213,9 +214,10 @@ class JudgedItem:
                 "judged_checkpoint": self.judged_checkpoint, "saved": self.saved, "fresh": list(self.fresh)}
 
 
-def saved_judge_verdict(record: Mapping[str, Any], turn: Mapping[str, Any], judged: Mapping[str, Any],
+def saved_judge_verdict(record: Mapping[str, Any], turn: Mapping[str, Any], judged: Checkpoint,
                         stats: Mapping[str, Any] | None = None) -> bool | None:
-    """The judge's own verdict behind a saved coverage record.
+    """The judge's own verdict behind a saved coverage record (``record``, of
+    the transcript's ``turn``) on the task's checkpoint ``judged``.
 
     ``record["ok"]`` is the checkpoint's acceptance (the judge's verdict and,
     when checkpoint ``judged`` has reference tool calls, the turn's calls):
@@ -229,7 +231,7 @@ def saved_judge_verdict(record: Mapping[str, Any], turn: Mapping[str, Any], judg
     def canonical(arguments: Any) -> str:
         return canonical_json(normalize_arguments(arguments))
 
-    reference = [(c.get("name", ""), canonical(c.get("arguments"))) for c in judged.get("tool_calls") or []]
+    reference = [(c.name, canonical(c.arguments)) for c in judged.tool_calls]
     made = [(c.get("name", ""), canonical(c.get("arguments")), bool(c.get("recorded")))
             for c in turn.get("tool_calls") or []]
     if accepts(True, reference, made).accepted:
@@ -330,7 +332,7 @@ def collect_items(source: SourceRun) -> tuple[list[JudgedItem], int]:
     items: list[JudgedItem] = []
     unknown = 0
     for (task_id, attempt), saved in source.saved.items():
-        checkpoints = saved.task["checkpoints"]
+        checkpoints = saved.typed_task.checkpoints
         for turn in saved.turns:
             k = turn.data["checkpoint"]
             seen = turn.history + [{"role": "user", "content": turn.query}]

@@ -41,29 +41,18 @@ class ReportExtras:
 
 
 def load_dataset_stats(workspace: Path) -> tuple[DatasetStats | None, str | None]:
-    """:func:`cirrus.stats.compute_stats` of ``tickets/tasks.jsonl``, or
-    ``None`` and why (a message naming the file and line, no ticket text)."""
-    from pydantic import ValidationError
-
-    from cirrus.evaluate.tasks import TaskFileError, load_tasks
-    from cirrus.schema import Task
+    """:func:`cirrus.stats.compute_stats` of ``tickets/tasks.jsonl`` (read
+    as :class:`~cirrus.schema.Task` objects), or ``None`` and why (a message naming
+    the file, the line and the field, no ticket text)."""
+    from cirrus.evaluate.tasks import TaskFileError, load_typed_tasks
     from cirrus.stats import compute_stats
 
     try:
-        raw = load_tasks(workspace)
+        tasks = load_typed_tasks(workspace)
     except TaskFileError as exc:
         return None, f"no dataset statistics: {exc}"
     except OSError as exc:
         return None, f"no dataset statistics: could not read the tasks of {workspace} ({exc.strerror or exc})"
-    tasks = []
-    for number, item in enumerate(raw, 1):
-        try:
-            tasks.append(Task.model_validate(item))
-        except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"]) or "task"
-            return None, (f"no dataset statistics: task {number} of tickets/tasks.jsonl is not a valid task "
-                          f"({where}: {problem['msg']}); `cirrus stats` names its line")
     return compute_stats(tasks), None
 
 
@@ -116,11 +105,15 @@ def read_transcripts(run: Run) -> tuple[dict[tuple[str, int], dict[str, Any]], s
 
 
 def load_task_context(workspace: Path) -> dict[str, dict[str, Any]]:
-    """``{task_id: task}`` of ``tickets/tasks.jsonl`` (empty when unreadable)."""
+    """``{task_id: task}`` of ``tickets/tasks.jsonl``, each read as a
+    :class:`~cirrus.schema.Task` and given to the page's views as plain data
+    (:func:`cirrus.schema.task_dict`: they read its ``history`` and
+    ``channel``); empty when unreadable."""
     try:
-        from cirrus.evaluate.tasks import load_tasks
+        from cirrus.evaluate.tasks import TaskIndex
+        from cirrus.schema import task_dict
 
-        return {str(t.get("task_id")): t for t in load_tasks(workspace)}
+        return {task.task_id: task_dict(task) for task in TaskIndex.scan(workspace).tasks()}
     except Exception:  # noqa: BLE001  (the context is a nicety; the report stands without it)
         return {}
 

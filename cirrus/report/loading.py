@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from cirrus import pricing
 from cirrus.evaluate.store import CHECKPOINT_FILE_SCHEMA, RUN_FILE, TASK_FILE_SCHEMA, end_checkpoint, end_reason
 from cirrus.workspace import REPORTS_DIR, TASKS_FILE
+
+if TYPE_CHECKING:
+    from cirrus.evaluate.tasks import TaskIndex
+    from cirrus.schema import Task
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -39,7 +44,6 @@ TASK_META_SCHEMA = {"task_id": pl.Utf8, "task_category": pl.Utf8, "task_input_to
                     "task_channel": pl.Utf8}
 # ticket metadata a report can break down by: Run.tasks column <- TaskMetadata.tasks column
 TICKET_DIMENSIONS = {"language": "task_language", "channel": "task_channel"}
-DEFAULT_LANGUAGE = "en"  # = cirrus.schema.Task.language's default: a task line without one is English
 REFERENCE_SCHEMA = {"task_id": pl.Utf8, "checkpoint": pl.Int64, "ref_reply_type": pl.Utf8,
                     "ref_tool_calls": pl.Int64}
 
@@ -50,7 +54,9 @@ class ReportError(ValueError):
 
 @dataclass(frozen=True)
 class TaskMetadata:
-    """What ``tickets/tasks.jsonl`` says about the tasks, as two frames.
+    """What ``tickets/tasks.jsonl`` says about the tasks, as two frames
+    (:func:`task_frames` of its tasks, read validated as
+    :class:`~cirrus.schema.Task`: :meth:`typed_tasks` reads them again).
 
     ``tasks``: one row per task: ``task_id``, ``task_category``,
     ``task_input_tokens`` (``stats.input_tokens``: the length of the task's
@@ -66,17 +72,39 @@ class TaskMetadata:
     path: Path
     tasks: pl.DataFrame
     reference: pl.DataFrame
-    raw: list[dict[str, Any]] = field(repr=False)
+    index: TaskIndex = field(repr=False)  # where each task is in the file (the lines are not kept)
     _hashes: dict[int | None, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def typed_tasks(self) -> Iterator[Task]:
+        """The tasks, read again from the file and validated, in file order."""
+        from cirrus.evaluate.tasks import TaskFileError
+
+        try:
+            yield from self.index.tasks()
+        except TaskFileError as exc:
+            raise ReportError(_changed(self.path)) from exc
 
     def dataset_hash(self, first: int | None) -> str:
         """``dataset`` of a run's fingerprint had it been started now on the
-        first ``first`` tasks (all when ``None``)."""
+        first ``first`` tasks (all when ``None``): the hash of the lines as
+        read, as :class:`~cirrus.evaluate.tasks.TaskIndex` computes it."""
         if first not in self._hashes:
-            from cirrus.evaluate.tasks import dataset_hash
+            from cirrus.evaluate.tasks import TaskFileError, dataset_hash
 
-            self._hashes[first] = dataset_hash(self.raw[:first] if first is not None else self.raw)
+            if first is None or first >= len(self.index):
+                self._hashes[first] = self.index.dataset_hash
+            else:
+                try:
+                    self._hashes[first] = dataset_hash(islice(self.index, max(first, 0)))
+                except TaskFileError as exc:
+                    raise ReportError(_changed(self.path)) from exc
         return self._hashes[first]
+
+
+def _changed(path: Path) -> str:
+    """What a :class:`~cirrus.evaluate.tasks.TaskFileError` met reading the
+    task file again means to a report: the file changed since it was read."""
+    return f"{path} changed while the report read it (an ingest into the workspace?): make the report again"
 
 
 @dataclass(frozen=True)
@@ -173,37 +201,36 @@ def _available(reports: Path) -> list[str]:
     return sorted(p.name for p in reports.iterdir() if (p / RUN_FILE).is_file() or (p / "tasks.parquet").is_file())
 
 
+def task_frames(tasks: Iterable[Task]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``tasks`` and ``reference`` frames of :class:`TaskMetadata` for
+    these tasks (pure)."""
+    task_rows, reference_rows = [], []
+    for task in tasks:
+        total = 0
+        for checkpoint in task.checkpoints:
+            calls = len(checkpoint.tool_calls)
+            total += calls
+            reference_rows.append({"task_id": task.task_id, "checkpoint": checkpoint.index,
+                                   "ref_reply_type": checkpoint.reply_type, "ref_tool_calls": calls})
+        task_rows.append({"task_id": task.task_id, "task_category": task.category,
+                          "task_input_tokens": task.stats.input_tokens,
+                          "ref_tool_calls": total, "has_tool_calls": total > 0,
+                          "task_language": _text(task.language), "task_channel": _text(task.channel)})
+    return pl.DataFrame(task_rows, schema=TASK_META_SCHEMA), pl.DataFrame(reference_rows, schema=REFERENCE_SCHEMA)
+
+
 def load_task_metadata(workspace: Path) -> TaskMetadata:
-    """Read ``tickets/tasks.jsonl`` of ``workspace`` (see :class:`TaskMetadata`)."""
-    from cirrus.evaluate.tasks import TaskFileError, load_tasks
+    """Read ``tickets/tasks.jsonl`` of ``workspace`` (see :class:`TaskMetadata`):
+    every line validated as a :class:`~cirrus.schema.Task`, a bad one a
+    :class:`ReportError` naming the file, the line and the field."""
+    from cirrus.evaluate.tasks import TaskFileError, TaskIndex
 
     try:
-        raw = load_tasks(workspace)
+        index = TaskIndex.scan(workspace)
+        tasks, reference = task_frames(index.tasks())
     except TaskFileError as exc:
         raise ReportError(str(exc)) from exc
-    path = workspace / TASKS_FILE
-    task_rows, reference_rows = [], []
-    for number, task in enumerate(raw, 1):
-        task_id = task.get("task_id")
-        if not isinstance(task_id, str):
-            raise ReportError(f"{path}: task {number} has no task_id")
-        total = 0
-        for index, checkpoint in enumerate(task["checkpoints"], 1):
-            calls = checkpoint.get("tool_calls") or []
-            total += len(calls)
-            reference_rows.append({"task_id": task_id, "checkpoint": int(checkpoint.get("index", index)),
-                                   "ref_reply_type": checkpoint.get("reply_type"), "ref_tool_calls": len(calls)})
-        tokens = (task.get("stats") or {}).get("input_tokens")
-        task_rows.append({"task_id": task_id, "task_category": task.get("category"),
-                          "task_input_tokens": tokens if isinstance(tokens, int) else None,
-                          "ref_tool_calls": total, "has_tool_calls": total > 0,
-                          "task_language": _text(task.get("language", DEFAULT_LANGUAGE)),
-                          "task_channel": _text(task.get("channel"))})
-    tasks = pl.DataFrame(task_rows, schema=TASK_META_SCHEMA)
-    duplicated = tasks.filter(pl.col("task_id").is_duplicated())["task_id"].unique().sort().to_list()
-    if duplicated:
-        raise ReportError(f"{path}: task ids occur twice: {', '.join(duplicated[:5])}")
-    return TaskMetadata(path, tasks, pl.DataFrame(reference_rows, schema=REFERENCE_SCHEMA), raw)
+    return TaskMetadata(workspace / TASKS_FILE, tasks, reference, index)
 
 
 def _text(value: Any) -> str | None:
