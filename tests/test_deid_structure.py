@@ -158,3 +158,35 @@ def test_a_quarantined_file_named_after_a_customer_is_not_named(tmp_path, pipeli
     assert len(manifest["quarantined"]) == 1
     shown = json.dumps(manifest) + capsys.readouterr().err
     assert "olivia" not in shown.lower() and "hartmann" not in shown.lower()
+
+
+@pytest.mark.parametrize("content, parts", [
+    ({"contact": {"phone_area": "415", "phone_number": "555 0142"}}, ["415", "555 0142"]),
+    ({"card": ["4111 1111", "1111 1111"]}, ["4111 1111", "1111 1111"]),
+])
+def test_a_value_split_over_siblings_is_found_whole(deidentifier, content, parts):
+    """Issue 26 item 2: digits of one phone or card split over sibling
+    fields or array elements are each replaced."""
+    clean, _ = _deidentify(
+        deidentifier,
+        Event("customer", "Please update my contact details"),
+        Event("tool_call", call_id="c1", name="GetContact", arguments={"id": "me"}),
+        Event("tool_result", call_id="c1", content=content),
+        Event("agent", "Your details are up to date."),
+    )
+    dumped = json.dumps(clean.events[2].content)
+    for part in parts:
+        assert part not in dumped, dumped
+
+
+def test_xml_inside_a_string_is_read(deidentifier):
+    xml = "<customer><firstName>Ingrid</firstName><email>ingrid.solberg@example-mail.no</email></customer>"
+    clean, _ = _deidentify(
+        deidentifier,
+        Event("customer", "The export looks wrong"),
+        Event("tool_call", call_id="c1", name="Export", arguments={"id": "x"}),
+        Event("tool_result", call_id="c1", content={"xml": xml}),
+        Event("agent", "Fixed."),
+    )
+    written = clean.events[2].content["xml"]
+    assert "Ingrid" not in written and "ingrid.solberg" not in written and written.startswith("<customer>")

@@ -34,7 +34,7 @@ from presidio_anonymizer.entities import OperatorConfig
 from cirrus.cjk import CJK_PUNCT_RANGES, HAN_RANGES
 from cirrus.cjk import HAN as _HAN
 from cirrus.config import DeidConfig, LanguageDeidConfig, PipelineConfig
-from cirrus.ingest.deid.keys import entity_of_key
+from cirrus.ingest.deid.keys import entity_of_key, key_words
 from cirrus.ingest.deid.normalize import normalised_view
 from cirrus.ingest.deid.engine import build_analyzer
 from cirrus.ingest.deid.gazetteer import city_names, common_words, in_dictionary, name_lists
@@ -397,8 +397,8 @@ class Deidentifier:
     def deidentify(self, ticket: Ticket) -> tuple[Ticket, Counter[str]]:
         """The ticket with every text and JSON leaf de-identified, and the
         number of replacements by entity type."""
-        vocabulary, spans_by_text = self._detect_ticket(ticket)
-        rewriter = _TicketRewriter(self, vocabulary, spans_by_text)
+        vocabulary, spans_by_text, leaves = self._detect_ticket(ticket)
+        rewriter = _TicketRewriter(self, vocabulary, spans_by_text, leaves)
         new_ticket = replace(
             ticket,
             ticket_id=self.safe_ticket_id(ticket.ticket_id, rewriter),
@@ -415,18 +415,42 @@ class Deidentifier:
         """Every personal value and secret detected in ``ticket``, with its
         entity type: what de-identification replaces (``cirrus audit --raw``
         searches a workspace for them)."""
-        vocabulary, spans_by_text = self._detect_ticket(ticket)
+        vocabulary, spans_by_text, leaves = self._detect_ticket(ticket)
         found = {v: e for v, e in vocabulary.items() if _long_enough(v, e)}
+        found.update({v: e for v, e in leaves.items() if len(v) >= 2})
         for text, spans in spans_by_text.items():
             for span in spans:
                 found.setdefault(text[span.start:span.end], span.entity)
         return found
 
-    def _detect_ticket(self, ticket: Ticket) -> tuple[dict[str, str], dict[str, list[Span]]]:
-        """The ticket's vocabulary (every value found, with its entity) and the
-        spans found in each of its texts."""
+    def _detect_ticket(self, ticket: Ticket) -> tuple[dict[str, str], dict[str, list[Span]], dict[str, str]]:
+        """The ticket's vocabulary (every value found, with its entity), the
+        spans found in each of its texts, and the JSON leaves that are parts
+        of one value split over sibling fields or array elements (a phone's
+        area code and number), each replaced whole wherever it is a leaf."""
         slots: dict[tuple[str, tuple[str, ...], bool], None] = {}
         vocabulary: dict[str, str] = {}
+        joins: list[tuple[str, tuple[str, ...], list[tuple[int, int, str]]]] = []
+
+        def add_join(children: list[tuple[str | None, Any]], key: str | None) -> None:
+            """Sibling scalars read together: a value split over them is found whole."""
+            pieces = [(k, str(v)) for k, v in children
+                      if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()]
+            if not 2 <= len(pieces) <= 8 or sum(len(v) for _, v in pieces) > 200:
+                return
+            if sum(1 for _, v in pieces if sum(c.isdigit() for c in v) >= 2 or "@" in v) < 2:
+                return  # the values worth joining are numbers (a phone, a card) and addresses
+            named = {word for k in (key, *(k for k, _ in pieces)) if k for word in key_words(k)}
+            if not named & _SPLIT_KEY_WORDS:
+                return  # only where a key says so: sibling counts ("Inbox": 1204, "Sent": 2311) are no phone
+            text, bounds, context = "", [], list(_key_context(key))
+            for k, value in pieces:
+                start = len(text) + (1 if text else 0)
+                text = f"{text} {value}" if text else value
+                bounds.append((start, start + len(value), value))
+                context += _key_context(k)
+            joins.append((text, tuple(dict.fromkeys(context)), bounds))
+            slots.setdefault((text, tuple(dict.fromkeys(context)), False), None)
 
         def add_text(text: str, context: tuple[str, ...] = ()) -> None:
             if text and text.strip():
@@ -436,9 +460,11 @@ class Deidentifier:
 
         def visit_json(value: Any, key: str | None) -> None:
             if isinstance(value, dict):
+                add_join([(str(k), v) for k, v in value.items()], key)
                 for k, v in value.items():
                     visit_json(v, str(k))
             elif isinstance(value, list):
+                add_join([(None, v) for v in value], key)
                 for v in value:
                     visit_json(v, key)
             elif isinstance(value, bool) or value is None:
@@ -447,7 +473,9 @@ class Deidentifier:
                 as_text = str(value)
                 entity = self.field_entity(key)
                 embedded = embedded_json(value) if isinstance(value, str) else None
-                if embedded is not None:  # a JSON document inside a string: read as structure too
+                if embedded is None and isinstance(value, str):
+                    embedded = embedded_xml(value)
+                if embedded is not None:  # a JSON or XML document inside a string: read as structure too
                     visit_json(embedded, key)
                     visit_keys(embedded)
                 if entity and as_text.strip():  # a named field is personal data, allow list or not
@@ -535,8 +563,15 @@ class Deidentifier:
                     for part in (before, after):
                         if len(part) >= 2:
                             vocabulary.setdefault(part, span.entity)
+        leaves: dict[str, str] = {}
+        for text, context, bounds in joins:  # a value split over sibling fields or array elements
+            for span in detected.get((text, context, False), ()):
+                parts = [value for start, end, value in bounds if start < span.end and span.start < end]
+                if span.entity in _SPLIT_ENTITIES and len(parts) >= 2:
+                    for value in parts:
+                        leaves.setdefault(value, span.entity)
         self._add_name_parts(vocabulary)
-        return vocabulary, spans_by_text
+        return vocabulary, spans_by_text, leaves
 
     def field_entity(self, key: str | None) -> str | None:
         """The entity a field named ``key`` holds: the pipeline's
@@ -658,6 +693,39 @@ def embedded_json(text: str) -> Any:
     return value if isinstance(value, (dict, list)) and value else None
 
 
+def embedded_xml(text: str, limit: int = 100_000) -> Any:
+    """The XML fragment a string holds, as nested dicts and lists (element
+    names and attributes as keys, text as values) for reading by structure;
+    None when it is no XML.  Its occurrences are replaced in the string as
+    text (no re-serialisation).  The standard parser resolves no external
+    entity, and its expat refuses entity expansion attacks."""
+    stripped = text.strip()
+    if len(stripped) > limit or not (stripped.startswith("<") and stripped.endswith(">") and "</" in stripped):
+        return None
+    import xml.etree.ElementTree as ElementTree
+
+    try:
+        root = ElementTree.fromstring(stripped)
+    except (ElementTree.ParseError, ValueError):
+        return None
+
+    def as_data(element: Any) -> Any:
+        data: dict[str, Any] = {name.rpartition("}")[2]: value for name, value in element.attrib.items()}
+        children = [(child.tag.rpartition("}")[2], as_data(child)) for child in element]
+        repeated: dict[str, list[Any]] = {}
+        for tag, child in children:
+            repeated.setdefault(tag, []).append(child)
+        for tag, values in repeated.items():
+            data[tag] = values[0] if len(values) == 1 else values
+        if element.text and element.text.strip():
+            if not data:
+                return element.text.strip()
+            data["#text"] = element.text.strip()
+        return data
+
+    return {root.tag.rpartition("}")[2]: as_data(root)}
+
+
 _CODE_CHAR = re.compile(r"[A-Za-z0-9_/#.-]")
 
 
@@ -730,6 +798,9 @@ def _occurrence_pattern(value: str, entity: str, is_word: Callable[[str], bool] 
 
 # values a customer may split over two messages ("my mail is jane.roe@" +
 # "example.com"); names are left to NER on each message
+# key words under which a value may be split over sibling fields or array elements
+_SPLIT_KEY_WORDS = frozenset({"phone", "mobile", "tel", "telephone", "fax", "cell", "card", "iban", "ssn", "email",
+                              "mail", "account", "contact", "msisdn", "pan"})
 _SPLIT_ENTITIES = frozenset({"EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_SSN",
                              "CN_RESIDENT_ID", "CLOUD_ACCESS_KEY", "SECRET", "IP_ADDRESS"})
 _SEAM_CHARS = 80
@@ -808,8 +879,10 @@ _TOOL_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 class _TicketRewriter:
     """Rewrites the texts of one ticket with one pseudonymizer."""
 
-    def __init__(self, deid: Deidentifier, vocabulary: dict[str, str], spans_by_text: dict[str, list[Span]]) -> None:
+    def __init__(self, deid: Deidentifier, vocabulary: dict[str, str], spans_by_text: dict[str, list[Span]],
+                 leaves: dict[str, str] | None = None) -> None:
         self._deid = deid
+        self._leaves = leaves or {}
         self._vocabulary = {v: e for v, e in vocabulary.items() if _long_enough(v, e)}
         self._spans_by_text = spans_by_text
         self._pseudonyms = Pseudonymizer(deid.config.replacement)
@@ -887,7 +960,7 @@ class _TicketRewriter:
         if isinstance(value, bool) or value is None:
             return value
         as_text = str(value)
-        entity = self._deid.field_entity(key)
+        entity = self._deid.field_entity(key) or self._leaves.get(as_text)
         if entity and as_text.strip():
             return self._replacer(entity)(as_text)
         if isinstance(value, str):
