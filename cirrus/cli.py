@@ -12,6 +12,7 @@ from cirrus import __version__
 from cirrus.commands import (audit, diff, gate, ingest, judge_consistency, judge_eval, pii_eval, report, rescore,
                              show, stats, view)
 from cirrus.commands import eval as eval_command
+from cirrus.commands.annotate import annotate_app
 from cirrus.commands.tools import tools_app
 from cirrus.commands._common import out
 
@@ -50,6 +51,7 @@ app.command("gate")(gate.gate)
 app.command("rescore")(rescore.rescore)
 app.command("judge-eval")(judge_eval.judge_eval)
 app.command("judge-consistency")(judge_consistency.judge_consistency)
+app.add_typer(annotate_app, name="annotate")
 app.command("audit")(audit.audit)
 app.command("stats")(stats.stats)
 app.add_typer(tools_app, name="tools")

@@ -21,7 +21,8 @@ __all__ = ["judge_eval", "print_metrics"]
 
 
 def judge_eval(
-    labels: Annotated[Path, typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label (with --role fluency: history, next_query, label Yes/No).")],
+    labels: Annotated[Optional[Path], typer.Argument(help="JSONL of human-labelled rows: history, query, reference, candidate, label (with --role fluency: history, next_query, label Yes/No). Not with --human.")] = None,
+    human: Annotated[Optional[str], typer.Option("--human", metavar="RUN", help="Instead of a labels file: the verdicts the judge gave in run RUN against the labels people gave them (`cirrus view`, `cirrus annotate import`; labels/human.jsonl of the workspace). Calls no model.")] = None,
     role: Annotated[CalibratedRole, typer.Option(help="What to measure: the coverage judge (labels Included/Not Included) or the fluency checker (labels Yes/No: does the customer's next message still follow?).")] = CalibratedRole.coverage,
     judge_model: Annotated[Optional[str], typer.Option(help="The model being measured, the judge or with --role fluency the fluency checker: a model name, or 'local' for the offline heuristic (default: cirrus.toml's \\[roles.judge], or \\[roles.fluency] with --role fluency, else local).")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible base URL of the model being measured (default: provider registry).")] = None,
@@ -34,7 +35,19 @@ def judge_eval(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Send the questions through the provider's Batch API, at its batch price (one batch, a second round only to repair unreadable answers). Waits for the provider, up to its completion window (24h). Interrupted? Run the same command again: the batch already sent is polled, not sent again (state under .cirrus-cache/batches/). Poll interval: $CIRRUS_BATCH_POLL_S seconds (default 30).")] = False,
 ) -> None:
-    """Measure a coverage judge (or, with --role fluency, the fluency checker) against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix."""
+    """Measure a coverage judge (or, with --role fluency, the fluency checker) against human labels: accuracy, precision, recall, Cohen's kappa, confusion matrix.
+
+    With --human RUN: the judge's verdicts in run RUN against the labels
+    people gave them, overall and per language (no model is called)."""
+    if human is not None:
+        if labels is not None:
+            fail("give a labels file or --human RUN, not both", code=EXIT_USAGE)
+        if role is not CalibratedRole.coverage:
+            fail("--human measures the coverage judge: people label its verdicts (leave out --role)", code=EXIT_USAGE)
+        _human_eval(human, workspace, output)
+        return
+    if labels is None:
+        fail("give a labels file (JSONL) or --human RUN", code=EXIT_USAGE)
     from tqdm import tqdm
 
     from cirrus.evaluate.roles import CACHE_DIR, LOCAL, RoleError, RoleOptions, build_roles
@@ -144,6 +157,47 @@ def judge_eval(
     if metrics.n == 0:
         fail(f"no row could be judged (every {'checker' if fluency else 'judge'} call failed)", code=EXIT_FAILED,
              highlight=False)
+
+
+def _human_eval(run_id: str, workspace: Path, output: Path | None) -> None:
+    """``judge-eval --human RUN``: the run's judge against its human labels."""
+    import json
+
+    from cirrus.judges.human_labels import HumanLabelError, current_labels, human_metrics
+
+    try:
+        current = current_labels(workspace, run_id)
+    except HumanLabelError as exc:
+        fail(str(exc), highlight=False)
+    if current.stale:
+        console.print(f"[yellow]note:[/] {len(current.stale)} labels left out: the run no longer holds the reply "
+                      "or verdict they were given on (the run was made again under the same id)", highlight=False)
+    if not current.labels:
+        fail(f"run {run_id} has no human label: label its verdicts in `cirrus view` or with `cirrus annotate "
+             f"sample {run_id}` and `cirrus annotate import`", highlight=False)
+    labels = current.labels
+    measured = human_metrics(labels)
+    hashes = sorted({label.judge_prompt_hash or "not recorded" for label in labels})
+    print_metrics(measured["overall"], f"cirrus judge-eval --human: run {run_id}'s judge against {len(labels)} "
+                  "human labels")
+    out.print(escape(f"judge prompt hash: {', '.join(hashes)}"), highlight=False)
+    table = Table(title="per language (95% Wilson interval of the accuracy)")
+    for column in ("language", "labels", "accuracy", "95% CI", "Cohen's kappa", "TP", "FP", "FN", "TN"):
+        table.add_column(column, justify="left" if column == "language" else "right")
+    for language, metrics in measured["by_language"].items():
+        c, ci = metrics.confusion, metrics.accuracy_ci95
+        table.add_row(language, str(c.n), _fmt(metrics.accuracy), f"{ci[0]:.4f}-{ci[1]:.4f}" if ci else "-",
+                      _fmt(metrics.kappa), str(c.tp), str(c.fp), str(c.fn), str(c.tn))
+    out.print(table)
+    if output is not None:
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            with output.open("w", encoding="utf-8") as handle:
+                for label in labels:
+                    record = {**label.record(), "correct": label.truth == label.predicted}
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc}", code=EXIT_FAILED, highlight=False)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:

@@ -87,6 +87,10 @@ def print_report(result: dict[str, Any]) -> None:
         _print_failures(result["failures"], stdout)
     for line in noise_lines(pairs):
         stdout.print(line, highlight=False, markup=False, soft_wrap=True)  # one greppable line
+    from cirrus.judges.human_labels import human_check_line
+
+    for run_id, check in (result.get("human_labels") or {}).items():  # docs/human-labels.md
+        stdout.print(human_check_line(run_id, check), highlight=False, markup=False, soft_wrap=True)
     stdout.print(f"wrote {len(result['files'])} files to {result['out_dir']}")
 
 

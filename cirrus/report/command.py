@@ -35,7 +35,10 @@ Files written to the output folder:
   (also printed, and shown at the top of ``report.html``): among them, runs
   that are not comparable (:func:`comparability_warnings`) and self-judged
   runs; and ``noise``: the rows of ``noise.parquet`` and, per pair of runs,
-  the SR pass@1 and ATPR differences with their MDD (:func:`noise_summary`).
+  the SR pass@1 and ATPR differences with their MDD (:func:`noise_summary`);
+  and ``human_labels``: per run, whether its judge was checked against
+  people (labels, accuracy and its interval, kappa:
+  :func:`cirrus.judges.human_labels.human_check`).
 
 Default output folder: ``<workspace>/reports/<run_id>/report/`` for one run,
 ``<workspace>/reports/_compare/<run_1>+<run_2>+.../`` for several (in the
@@ -181,6 +184,10 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     # the page also shows the subtask runs' tables (their section appears only with them)
     files[HTML_FILE] = write_html_report(runs, {**tables, **subtask_part["tables"]}, out_dir, workspace, warnings,
                                          extras=extras)
+    from cirrus.judges.human_labels import human_check
+
+    # whether each run's judge was checked against people (docs/human-labels.md)
+    human = {run.run_id: human_check(workspace, run.run_id) for run in runs}
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -192,6 +199,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
         "k": k, "bootstrap": bootstrap, "seed": seed, "confidence": confidence,
         **({"token_bands": bands.name} if subtask_ids else {}),
         "files": sorted(files), "warnings": warnings, "noise": noise_summary(noise_table, paired_table),
+        "human_labels": human,
     }
     with atomic_writer(out_dir / REPORT_FILE, advice=REPORT_DISK_FULL_ADVICE) as handle:
         json.dump(manifest, handle, indent=2, ensure_ascii=False)
@@ -199,7 +207,7 @@ def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootst
     files[REPORT_FILE] = out_dir / REPORT_FILE
     return {"out_dir": out_dir, "files": files, "leaderboard": tables["leaderboard.parquet"],
             "intervals": interval_table, "paired": paired_table, "noise": noise_table, "warnings": warnings,
-            "failures": tables["failures.parquet"], "subtask": subtask_part}
+            "failures": tables["failures.parquet"], "subtask": subtask_part, "human_labels": human}
 
 
 def cost_warnings(runs: Sequence[Any], prices: Mapping[str, Any]) -> list[str]:
@@ -330,6 +338,10 @@ def subtask_report(run_ids: Sequence[str], workspace: Path, out: Path | None, bo
                                 bands=bands)
     for name in (*FILES, HTML_FILE):  # walk tables of an earlier report in this folder
         (out_dir / name).unlink(missing_ok=True)
+    from cirrus.judges.human_labels import human_check
+
+    # whether each run's judge was checked against people (docs/human-labels.md)
+    human = {run_id: human_check(workspace, run_id) for run_id in run_ids}
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

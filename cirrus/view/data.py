@@ -36,7 +36,7 @@ from cirrus.report.run_view import (
 )
 from cirrus.workspace import REPORTS_DIR, TASKS_FILE
 
-__all__ = ["NotFound", "attempt_view", "compare_view", "known_run_ids", "leaderboard", "task_rows"]
+__all__ = ["LabelRefused", "NotFound", "add_label", "attempt_view", "compare_view", "known_run_ids", "leaderboard", "task_rows"]
 
 BOOTSTRAP = 500  # resamples of the leaderboard's intervals: enough for two decimals, quick on a page load
 MAX_TEXT_SEARCHED = 200_000  # characters of one attempt's transcript that the text search reads
@@ -344,7 +344,10 @@ def _verdict_view(verdict: dict[str, Any]) -> dict[str, Any]:
     raw = verdict.get("raw")
     detail = "(no judge asked: tool calls only)" if raw is None and kind == "coverage" else (raw or "")
     votes = verdict.get("votes")
+    judged = kind == "coverage" and raw is not None and isinstance(verdict.get("ok"), bool) and \
+        isinstance(checkpoint, int)  # a judge verdict a person can label (docs/human-labels.md)
     return {"label": label, "kind": kind, "checkpoint": checkpoint, "ok": verdict.get("ok"), "raw": detail,
+            "judged": judged, "human": None,
             "problem": verdict.get("problem"), "missing": verdict.get("missing"),
             "votes": _pretty(votes) if votes not in (None, [], {}) else None}
 
@@ -461,9 +464,62 @@ def attempt_view(workspace: Path, run_id: str, task_id: str, attempt: int) -> di
             continue
         if (task_id, attempt) in other_view.rows:
             others.append({"run_id": other, "outcome": outcome(other_view.rows[(task_id, attempt)])})
-    return {"run_id": run_id, "in_progress": in_progress(view), "head": header(row), "walk": walk(view, row),
+    checkpoints = walk(view, row)
+    _attach_labels(workspace, run_id, task_id, attempt, checkpoints)
+    return {"run_id": run_id, "in_progress": in_progress(view), "head": header(row), "walk": checkpoints,
             "attempts": [{"attempt": r["attempt"], "outcome": outcome(r)} for r in view.attempts_of(task_id)],
             "others": others}
+
+
+def _attach_labels(workspace: Path, run_id: str, task_id: str, attempt: int, checkpoints: list[Checkpoint]) -> None:
+    """Give each judge verdict of the walk the hash of the reply it judged
+    and its latest human label (``stale``: given on another reply)."""
+    from cirrus.judges.human_labels import latest_labels, read_labels, reply_hash
+
+    labels = latest_labels(read_labels(workspace, run_id))
+    for c in checkpoints:
+        digest = reply_hash(c.agent)
+        for v in c.verdicts:
+            v["reply_sha256"] = digest
+            label = labels.get((run_id, task_id, attempt, c.checkpoint, v["checkpoint"])) if v["judged"] else None
+            if label is not None:
+                v["human"] = {"human": label.human, "correct_verdict": label.correct_verdict, "note": label.note,
+                              "created_at": label.created_at, "source": label.source,
+                              "stale": label.reply_sha256 != digest}
+
+
+class LabelRefused(ValueError):
+    """A label the viewer's form sent that cannot be stored: the page answers 400 with this message."""
+
+
+def add_label(workspace: Path, run_id: str, task_id: str, attempt: int, form: dict[str, str]) -> int:
+    """Store the label of the form (``turn``, ``checkpoint``, ``human``,
+    ``correct_verdict``, ``note``, ``reply_sha256``) for a judge verdict of
+    this attempt; returns the turn (the page's anchor).  :class:`NotFound`
+    for an unknown run, task or attempt, :class:`LabelRefused` for a bad
+    form, a verdict the run does not hold or a reply that changed."""
+    from cirrus.judges.human_labels import HumanLabelError, append_label, judged_items, make_label
+
+    view = open_run(workspace, run_id)
+    _find_attempt(view, task_id, attempt)
+    try:
+        turn, checkpoint = int(form.get("turn", "")), int(form.get("checkpoint", ""))
+    except ValueError:
+        raise LabelRefused("the form names no turn and checkpoint") from None
+    if not form.get("reply_sha256"):
+        raise LabelRefused("the form does not say which reply was read (reply_sha256): reload the page")
+    try:
+        item = next((i for i in judged_items(workspace, run_id)
+                     if i.key == (run_id, task_id, attempt, turn, checkpoint)), None)
+        if item is None:
+            raise LabelRefused(f"attempt {attempt} of task {task_id} has no judge verdict on checkpoint "
+                               f"{checkpoint} at turn {turn}")
+        label = make_label(item, form.get("human", ""), form.get("correct_verdict"), form.get("note", ""),
+                           source="view", reply_sha256=form.get("reply_sha256") or None)
+        append_label(workspace, label)
+    except HumanLabelError as exc:
+        raise LabelRefused(str(exc)) from None
+    return turn
 
 
 def compare_view(workspace: Path, run_id: str, task_id: str, attempt: int, other_run: str) -> dict[str, Any]:

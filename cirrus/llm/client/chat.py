@@ -13,6 +13,8 @@ from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from openai import APIConnectionError, APIStatusError, AsyncOpenAI, AuthenticationError, PermissionDeniedError
+from openai._httpx2 import http_response_types
+from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 from tenacity import RetryCallState, wait_exponential_jitter
 
@@ -314,8 +316,9 @@ class ChatClient:
         try:
             return ChatResult.from_completion(completion, latency_s, attempts)
         except _MalformedAnswer:
-            if isinstance(completion, ChatCompletion):
-                record_usage(self.role.name or "agent", completion_usage(getattr(completion, "usage", None)))
+            if isinstance(completion, (ChatCompletion, dict)):
+                usage = completion.get("usage") if isinstance(completion, dict) else getattr(completion, "usage", None)
+                record_usage(self.role.name or "agent", completion_usage(usage))
             raise
 
     def _infrastructure_error(self, exc: BaseException, attempts: int) -> InfrastructureError:
@@ -350,11 +353,16 @@ class ChatClient:
         return text.replace(key, "***") if isinstance(key, str) and len(key) >= 8 else text
 
     async def _post(self, payload: bytes) -> Any:
-        """One try: the SDK's answer (a ``ChatCompletion`` when the body was a
-        JSON object), within ``RoleConfig.timeout`` as a whole."""
+        """One try: the answer's JSON (a ``dict`` when the body was a JSON
+        object), within ``RoleConfig.timeout`` as a whole.  The SDK sends the
+        request and raises its errors as before, but hands back the HTTP
+        response: building a pydantic ``ChatCompletion`` of every answer cost
+        more CPU than the rest of :class:`ChatResult` (issue 28), and
+        :meth:`ChatResult.from_completion` reads a dict the same way."""
         try:
             async with asyncio.timeout(self.role.timeout):
-                return await self._openai.post("/chat/completions", cast_to=ChatCompletion, content=payload)
+                response = await self._openai.post("/chat/completions", cast_to=_HTTP_RESPONSE, content=payload)
+                return _completion_data(response)
         except TimeoutError:
             raise _TriedTooLong() from None
         except json.JSONDecodeError as exc:  # a 200 whose JSON body is cut or garbled
@@ -398,6 +406,28 @@ class ChatClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+_HTTP_RESPONSE = http_response_types()[0]
+
+
+def _completion_data(response: Any) -> Any:
+    """What the SDK's ``post(..., cast_to=ChatCompletion)`` returned for
+    ``response``, with a JSON object left a ``dict`` instead of an unvalidated
+    ``ChatCompletion`` (the SDK's ``_parse``, non-strict: a JSON content type
+    is parsed or raises; another is parsed when it is JSON, else its text).
+    Any other JSON value goes through the SDK's ``construct_type`` as before."""
+    content_type = response.headers.get("content-type", "*").split(";")[0]
+    if content_type.endswith("json"):
+        data = response.json()
+    else:
+        try:
+            data = response.json()
+        except Exception:
+            return response.text
+    if isinstance(data, dict):
+        return data
+    return construct_type(type_=ChatCompletion, value=data)
 
 
 def make_openai_client(endpoint: Endpoint, timeout: float) -> AsyncOpenAI:

@@ -87,9 +87,10 @@ class ChatResult:
     @classmethod
     def from_completion(cls, completion: Any, latency_s: float, attempts: int) -> ChatResult:
         """The answer of a 200 response; :class:`_MalformedAnswer` when it is
-        not a usable chat completion.  The SDK builds its types without
-        validating them, so every field is read defensively."""
-        if not isinstance(completion, ChatCompletion):
+        not a usable chat completion.  ``completion`` is the answer's JSON
+        object (a ``dict``) or the SDK's ``ChatCompletion``, which the SDK
+        builds without validating it: every field is read defensively."""
+        if not isinstance(completion, (ChatCompletion, dict)):  # a dict: the JSON of the answer
             shown = completion if isinstance(completion, str) else json.dumps(completion)[:100]
             raise _MalformedAnswer(f"the body is not a chat completion: {_snippet(shown)}")
         choices = _attr(completion, "choices")
