@@ -98,8 +98,7 @@ def _names_evidence(value: str, given: frozenset[str], family: frozenset[str]) -
     words = value.split()
     if len(words) >= 2 and all(w[:1].isupper() and w[1:].islower() for w in words):
         return True
-    titled = [w.title() for w in words]
-    return any((a in given and b in family) or (a in family and b in given) for a, b in zip(titled, titled[1:]))
+    return bool(_name_pairs(value, given, family))
 
 
 _WORD = re.compile(r"[A-Za-z]+")

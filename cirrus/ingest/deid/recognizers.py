@@ -559,26 +559,26 @@ class CheckDigitRecognizer(LocalRecognizer):
                          name="check_digits", supported_language=supported_language)
 
     def load(self) -> None:
-        pass
-
-    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         from stdnum import iban, imei
         from stdnum.de import idnr
         from stdnum.fr import nir
 
+        self._iban, self._imei, self._idnr, self._nir = iban.is_valid, imei.is_valid, idnr.is_valid, nir.is_valid
+
+    def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         found: list[tuple[int, int, str, str]] = []
         for match in _IBAN_ANY.finditer(text):
-            if iban.is_valid(match.group("value")):
+            if self._iban(match.group("value")):
                 found.append((match.start("value"), match.end("value"), "IBAN_CODE", "iban"))
         for match in _IMEI.finditer(text):
-            if imei.is_valid(match.group("value")):
+            if self._imei(match.group("value")):
                 found.append((match.start("value"), match.end("value"), "DEVICE_ID", "imei"))
         for match in _VIN.finditer(text):
             value = match.group("value")
             if any(c.isalpha() for c in value) and any(c.isdigit() for c in value) and (
                     vin_check_digit_ok(value) or _VIN_CUE.search(text[max(0, match.start() - 40):match.start()])):
                 found.append((match.start("value"), match.end("value"), "DEVICE_ID", "vin"))
-        for pattern, check, why in ((_DE_TAX_ID, idnr.is_valid, "de_idnr"), (_FR_NIR, nir.is_valid, "fr_nir")):
+        for pattern, check, why in ((_DE_TAX_ID, self._idnr, "de_idnr"), (_FR_NIR, self._nir, "fr_nir")):
             for match in pattern.finditer(text):
                 if check(match.group("value")):
                     found.append((match.start("value"), match.end("value"), "NATIONAL_ID", why))
