@@ -171,12 +171,16 @@ async def _transports(base_url: str, n: int) -> list[dict[str, Any]]:
             return json.loads(response.content)
         return send
 
-    variants: list[tuple[str, Any]] = [
-        ("openai SDK, cast_to=ChatCompletion (cirrus today)", sdk_model),
-        ("openai SDK, cast_to=httpx.Response + json.loads", sdk_raw),
+    from openai import DefaultAioHttpClient
+
+    variants: list[tuple[str, Any, Any]] = [
+        ("openai SDK, cast_to=ChatCompletion", sdk_model, None),
+        ("openai SDK, cast_to=httpx.Response + json.loads", sdk_raw, None),
+        ("openai SDK over aiohttp (DefaultAioHttpClient), raw response + json.loads", sdk_raw, DefaultAioHttpClient),
     ]
-    for name, make in variants:
-        client = AsyncOpenAI(base_url=base_url, api_key="sk-bench-not-a-secret", timeout=60, max_retries=0)
+    for name, make, http_client in variants:
+        client = AsyncOpenAI(base_url=base_url, api_key="sk-bench-not-a-secret", timeout=60, max_retries=0,
+                             **({"http_client": http_client(timeout=60)} if http_client else {}))
         try:
             send = await make(client)
             for conc in (1, 64):

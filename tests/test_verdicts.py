@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cirrus.judges.verdicts import own_words, read_coverage, read_fluency
 from cirrus.llm.client import UnparseableOutput
@@ -64,3 +66,14 @@ def test_not_included_and_not_are_never_read_as_included_or_no():
     assert read_coverage("not-included") is False
     with pytest.raises(UnparseableOutput):
         read_fluency("Not at all clear.")
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_fast_fold_equals_the_per_character_fold(text: str) -> None:
+    """The C-speed fold used to look for copies reads like the per-character one (capital sigma, dotted I
+    and other characters whose lower case differs in context or length included)."""
+    from cirrus.judges.verdicts import _folded, _folded_text
+
+    assert _folded_text(text) == _folded(text)[0]
+    for tricky in ("ΣΑΣ Σ", "İstanbul  Straße", "ǅ ΌΣΟΣ", "A\u2003B\u3000C"):
+        assert _folded_text(tricky + text) == _folded(tricky + text)[0]

@@ -29,6 +29,7 @@ import datetime as dt
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,9 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                       notify: Callable[[str], None] | None) -> Outcome:
     """:func:`run_attempts` once the run's lock is held."""
     committed = 0
+    # one thread writes the run's lines, in order: the two fsyncs of an append
+    # must not stall the event loop (every call in flight waits on them)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cirrus-run-store")
     try:
         done: set[tuple[str, int]] = set()
         spending = UsageLedger()  # the run's usage so far, for --max-cost
@@ -209,7 +213,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             with recording(ledger):
                 row, transcript = await run_attempt(task, attempt)
             row["usage"] = ledger.to_dict()
-            store.append(row, transcript)
+            await asyncio.get_running_loop().run_in_executor(writer, store.append, row, transcript)
             spending.merge(ledger)
             committed += 1
             left["attempts"] -= 1
@@ -234,6 +238,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
         except* Exception as failures:  # e.g. the run store could not write: report it plainly
             raise failures.exceptions[0] from None
         finally:
+            writer.shutdown(wait=True)  # every append handed over is on disk (or has failed) before we go on
             bar.close()
         outcome = Outcome(store, time.perf_counter() - started, overhead=overhead_records(store.directory))
         if budget is not None and left["attempts"] > 0:
@@ -241,6 +246,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                                    "attempts_left": left["attempts"]}
         return outcome
     except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
+        writer.shutdown(wait=True)
         if created and not committed:
             shutil.rmtree(schedule.directory, ignore_errors=True)  # a run that never started lists as nothing
         raise

@@ -216,16 +216,28 @@ def _folded(text: str) -> tuple[str, list[int]]:
     return "".join(chars), where
 
 
-@lru_cache(maxsize=256)
-def _folded_data(text: str) -> str:
+def _folded_text(text: str) -> str:
+    """``_folded(text)[0]`` without the positions, at C speed where the
+    whole-string ``lower()`` equals lowering each character on its own (it
+    differs only where a character lowers to several, which changes the
+    length, and for a final capital sigma)."""
+    joined = "".join(text.split())  # str.split() drops exactly what str.isspace() calls space
+    lowered = joined.lower()
+    if joined.isascii() or (len(lowered) == len(joined) and "\u03a3" not in joined):
+        return lowered
     return _folded(text)[0]
+
+
+@lru_cache(maxsize=1024)
+def _folded_data(text: str) -> str:
+    return _folded_text(text)
 
 
 def _remove_copies(text: str, echoes: Iterable[str]) -> str:
     """``text`` with every copy of each echo (16 characters or more)
     blanked, whitespace and case aside (a quote re-flowed onto one line is
-    still a copy)."""
-    folded, where = _folded(text)
+    still a copy).  Positions are worked out only for an echo found."""
+    folded = _folded_text(text)
     for echo in echoes:
         if len((echo or "").strip()) < _MIN_ECHO:
             continue
@@ -233,11 +245,13 @@ def _remove_copies(text: str, echoes: Iterable[str]) -> str:
         start = folded.find(needle)
         if start == -1:
             continue
+        folded, where = _folded(text)
+        start = folded.find(needle)
         while start != -1:
             end = start + len(needle)
             text = _blank(text, where[start], where[end - 1] + 1)
             start = folded.find(needle, end)
-        folded, where = _folded(text)
+        folded = _folded_text(text)
     return text
 
 

@@ -24,6 +24,7 @@ from presidio_analyzer.predefined_recognizers import (
 )
 
 from cirrus.config import DeidConfig, LanguageDeidConfig, PatternRecognizerConfig
+from cirrus.ingest.deid.addresses import AddressRecognizer
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
 from cirrus.ingest.deid.recognizers import (
     CheckDigitRecognizer,
@@ -61,7 +62,8 @@ def build_registry(config: DeidConfig, language: str | None = None,
                    extra: LanguageDeidConfig | None = None) -> RecognizerRegistry:
     """The recognizers for ``language`` (the base one by default).  Another
     language gets the base pattern and code recognizers that do not depend
-    on English (phones, cards, IPs, keys, secrets, ...), ``extra``'s
+    on English (phones, cards, IPs, keys, secrets, street lines and postcodes
+    (:mod:`cirrus.ingest.deid.addresses`), ...), ``extra``'s
     recognizers, and Cirrus's own for the language (Chinese:
     :mod:`cirrus.ingest.deid.zh`, which also finds e-mails next to CJK text);
     English NER and the English name gazetteer stay with the base language."""
@@ -85,6 +87,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
         ReferenceRecognizer(supported_language=lang),
         FieldTextRecognizer(supported_language=lang),
         CheckDigitRecognizer(supported_language=lang),
+        AddressRecognizer(supported_language=lang),
         ScriptNameRecognizer(supported_language=lang),
         *country_recognizers(lang),
     ]

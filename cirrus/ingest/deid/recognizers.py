@@ -5,6 +5,7 @@ Pattern recognizers that need no code are declared in the pipeline file.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -269,13 +270,25 @@ SECRET_PLUGINS = (
     "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector",
     "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
 )
+# "password" in the languages support tickets are written in, as software translates it on login forms
+# (the "Password" string of common UI localisations: de, es, fr, pt, it, nl, sv, da/no, fi, pl, cs/sk, hu,
+# ro/tr, ru/uk, el, ja, ko, ar, he, hi, vi, id/ms, hr/sl, et, lt); the Chinese ones are _SECRET_CUE_ZH's
+PASSWORD_WORDS = (
+    "passwort", "kennwort", "contrase(?:ñ|n)a", "clave", "mot de passe", "senha", "palavra-passe", "wachtwoord",
+    "l(?:ö|o)senord", "adgangskode", "passord", "salasana", "has(?:ł|l)o", "heslo", "jelsz(?:ó|o)", "parola",
+    "(?:ş|s)ifre", "пароль", "κωδικός(?: πρόσβασης)?", "συνθηματικό", "パスワード", "비밀번호", "암호",
+    "كلمة (?:المرور|السر)", "סיסמ(?:ה|א)", "पासवर्ड", "mật khẩu", "kata sandi", "lozinka", "geslo", "parool",
+    "slapta(?:ž|z)odis",
+)
 # a key naming a secret, then ":", "=", "is" or "was", then the value
 # (the key ends with the secret's name: "aws_secret_access_key", "AccessKeySecret",
 # "db_password"; never "input_tokens" or "max_tokens")
 _SECRET_KEY = (r"(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?i:password|passwd|passphrase|passcode|pwd|secret|token|"
-               r"api[_-]?key|private[_-]?key|secret[_-]?key|access[_-]?key[_-]?secret|secret[_-]?access[_-]?key|"
-               r"credentials?)(?![A-Za-z0-9])")
-_SECRET_CUE = re.compile("(?i)(?P<key>" + _SECRET_KEY + r")[\"']?\s*(?:[:=]|\b(?:is|was)\b)\s*[\"']?"
+               r"api[_ -]?key|private[_ -]?key|secret[_ -]?key|access[_-]?key[_-]?secret|secret[_-]?access[_-]?key|"
+               r"credentials?|" + "|".join(PASSWORD_WORDS) + r")(?![A-Za-z0-9])")
+# "is" in the languages of PASSWORD_WORDS ("Passwort ist ...", "la contraseña es ...", "la password è ...")
+_COPULA = r"is|was|ist|war|es|era|est|était|é|è|är|var|jest|был|это|είναι"
+_SECRET_CUE = re.compile("(?i)(?P<key>" + _SECRET_KEY + r")[\"']?\s*(?:[:=：]|\b(?:" + _COPULA + r")(?!\w))\s*[\"']?"
                          r"(?P<value>[^\s\"',;<>]{4,})")
 _PASSWORD_KEY = re.compile(r"(?i)pass|pwd|密码|口令")
 # Chinese cues: "密钥是k3Jd8...", "AccessKey Secret为...", "登录密码：Abc@1234"
@@ -294,7 +307,15 @@ _SECRET_FORMATS = (
     re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"),
     *_COMMAND_LINE,
     re.compile(r"(?<![A-Za-z0-9])(?P<value>ya29\.[0-9A-Za-z_-]{16,})"),  # Google OAuth access tokens
-    re.compile(r"(?P<value>-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[\s\S]*))"),
+    # any armoured private key (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... KEY BLOCK), to its END line or
+    # to the end of the text; a PuTTY key file from its header to its Private-MAC line
+    re.compile(r"(?P<value>-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY"
+               r"(?: BLOCK)?-----|[\s\S]*))"),
+    re.compile(r"(?P<value>PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC:[^\n]*|Private-Hash:[^\n]*|$(?![\s\S])))"),
+    # a session cookie: a cookie whose name says session (PHPSESSID, JSESSIONID, connect.sid, laravel_session,
+    # ASP.NET_SessionId, _gh_sess, sessionid), holding a random value of 16+ characters
+    re.compile(r"(?i)(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*(?:sess|sid)[A-Za-z0-9_.-]*=(?P<value>(?=[^\s;,\"'&]*\d)"
+               r"(?=[^\s;,\"'&]*[A-Za-z])[^\s;,\"'&]{16,})"),
     re.compile(r"(?i)[?&](?:api[_-]?key|key|token|access_token|secret|sig|signature|password|auth)="
                r"(?P<value>[^&\s#\"']{4,})"),
     # a random-looking string of 20+ characters (upper and lower case and a
@@ -305,6 +326,37 @@ _SECRET_FORMATS = (
                r"[A-Za-z0-9/+=_-]{20,})(?![A-Za-z0-9/+=_-])"),
 )
 _MASKED = re.compile(r"\*{3}|^<[^>]*>$|^\[[^\]]*\]$|^x{4,}$", re.IGNORECASE)
+# a provider's token: a short lower-case vendor prefix and an optional version, joined by "_", then 32+
+# random characters (Shopify shpat_/shpss_/shpca_, DigitalOcean dop_v1_/doo_v1_, Hugging Face hf_,
+# Doppler dp_pt_, Linear lin_api_, ...): the shape providers adopted so that scanners can find their
+# tokens; the tail must look random (digits and letters, many distinct characters), not a snake_case name
+_PREFIX_TOKEN = re.compile(r"(?<![A-Za-z0-9_.-])(?P<value>[a-z][a-z0-9]{1,7}_(?:[a-z0-9]{1,6}_)?"
+                           r"(?P<tail>[A-Za-z0-9]{32,}))(?![A-Za-z0-9_-])")
+
+
+def _random_tail(tail: str) -> bool:
+    """A token's random part: digits and letters, at least 12 distinct characters."""
+    return any(c.isdigit() for c in tail) and any(c.isalpha() for c in tail) and len(set(tail)) >= 12
+
+
+# Microsoft's maintained secret patterns (package microsoft-security-utilities-secret-masker, the rules of
+# github.com/microsoft/security-utilities): Azure's identifiable keys (Service Bus, Event Hub, Storage,
+# Cosmos DB, Function, Search, APIM, Redis, ...; a fixed signature such as "+ASb" inside the key), their
+# legacy connection-string forms, NuGet and Databricks tokens
+MICROSOFT_PATTERN_FILE = "PreciselyClassifiedSecurityKeys.json"
+
+
+@functools.cache
+def microsoft_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...]:
+    """(regex, signatures, rule name) of :data:`MICROSOFT_PATTERN_FILE`; a
+    rule runs only on a text holding one of its signatures (when it has any)."""
+    import json
+    from importlib import resources
+
+    source = resources.files("microsoft_security_utilities_secret_masker") / "GeneratedRegexPatterns"
+    rules = json.loads((source / MICROSOFT_PATTERN_FILE).read_text(encoding="utf-8"))
+    return tuple((re.compile(rule["Pattern"], re.ASCII), tuple(rule.get("Signatures") or ()), rule.get("Name", ""))
+                 for rule in rules)
 
 
 def _looks_secret(value: str) -> bool:
@@ -352,6 +404,7 @@ class SecretRecognizer(LocalRecognizer):
 
         classes = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
         self._plugins = [classes[name]() for name in SECRET_PLUGINS]
+        self._microsoft = microsoft_patterns()
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         spans: list[tuple[int, int, str]] = []
@@ -371,6 +424,14 @@ class SecretRecognizer(LocalRecognizer):
                         value.isdigit() and not _PASSWORD_KEY.search(match.group("key")))):
                     continue  # "token: 1234567890123456" is an id; "password: 12345678" is not
                 spans.append((match.start("value"), match.end("value"), pattern.pattern[:40]))
+        for match in _PREFIX_TOKEN.finditer(text):
+            if _random_tail(match.group("tail")):
+                spans.append((match.start("value"), match.end("value"), "provider_token"))
+        for pattern, signatures, name in self._microsoft:
+            if not signatures or any(sig in text for sig in signatures):
+                for match in pattern.finditer(text):
+                    group = "refine" if "refine" in pattern.groupindex else 0
+                    spans.append((match.start(group), match.end(group), name))
         spans += self._plugin_spans(text)
         return [RecognizerResult("SECRET", start, end, self.SCORE,
                                  AnalysisExplanation(self.name, self.SCORE, pattern_name=why))

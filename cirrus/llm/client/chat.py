@@ -44,6 +44,7 @@ from cirrus.llm.client.retry import (
     structured_output_refused,
 )
 from cirrus.llm.client.roles import RoleConfig
+from cirrus.llm.client.transport import http_client_options, poster_for
 from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
 from cirrus.usage import call_usage, completion_usage
 from cirrus.usage import record as record_usage
@@ -361,8 +362,7 @@ class ChatClient:
         :meth:`ChatResult.from_completion` reads a dict the same way."""
         try:
             async with asyncio.timeout(self.role.timeout):
-                response = await self._openai.post("/chat/completions", cast_to=_HTTP_RESPONSE, content=payload)
-                return _completion_data(response)
+                return await poster_for(self._openai, _completion_data).post(payload)
         except TimeoutError:
             raise _TriedTooLong() from None
         except json.JSONDecodeError as exc:  # a 200 whose JSON body is cut or garbled
@@ -432,8 +432,10 @@ def _completion_data(response: Any) -> Any:
 
 def make_openai_client(endpoint: Endpoint, timeout: float) -> AsyncOpenAI:
     """An ``AsyncOpenAI`` for ``endpoint`` with the SDK's own retries off
-    (:class:`ChatClient` retries with tenacity)."""
-    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=0)
+    (:class:`ChatClient` retries with tenacity), on the transport
+    ``CIRRUS_HTTP_TRANSPORT`` names (:mod:`cirrus.llm.client.transport`)."""
+    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=0,
+                       **http_client_options(timeout))
 
 
 
