@@ -74,10 +74,12 @@ def run_eval(args: argparse.Namespace, base_url: str, run_id: str, profile: Path
     env.pop("PYTHONPATH", None)
     load_before = tp.loadavg()
     started = time.perf_counter()
+    started_mono = time.monotonic()  # system-wide: comparable with the server's times
     proc = subprocess.Popen(eval_command(args, base_url, run_id, profile), env=env, cwd=args.workspace,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     code, user, system, maxrss = tp.wait_cpu(proc)
     wall = time.perf_counter() - started
+    ended_mono = time.monotonic()
     stderr = proc.stderr.read() if proc.stderr else ""  # type: ignore[union-attr]
     if code != 0:
         sys.exit(f"cirrus eval failed ({code}): {stderr[-2000:]}")
@@ -102,6 +104,8 @@ def run_eval(args: argparse.Namespace, base_url: str, run_id: str, profile: Path
         "cpu_ms_per_call": round(1000 * cpu / calls, 3),
         "cpu_ms_per_call_net": round(1000 * (cpu - args.startup_cpu) / calls, 3),
         "max_rss_mib": round(maxrss / 1024, 1), "server_cpu_s": stats["server_cpu_s"],
+        "first_request_s": round(stats["first"] - started_mono, 3) if stats["first"] is not None else None,
+        "after_last_answer_s": round(ended_mono - stats["last"] - args.delay, 3) if stats["last"] is not None else None,
         "loadavg_before": load_before, "loadavg_after": tp.loadavg(),
     }
 

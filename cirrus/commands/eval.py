@@ -7,7 +7,7 @@ the run's cost estimated (:func:`cirrus.estimate.estimate_run`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -196,16 +196,39 @@ def eval_(
             raise ValueError(f"--max-cost needs a price for every model the run calls; none for "
                              f"{', '.join(map(repr, unpriced))}: add [prices.\"MODEL\"] input_per_mtok and "
                              "output_per_mtok to cirrus.toml (docs/cost.md)")
-        try:
-            print_estimate(estimate_run(roles, index.tasks(), workspace, max(runs, pass_k), prices, mode),
-                           max(runs, pass_k), final=estimate)
-        except Exception as exc:  # noqa: BLE001  (a run does not depend on its estimate)
-            if estimate:
-                raise ValueError(f"no estimate: {exc}") from exc
-            warn(f"no estimate: {exc}")
+        def count() -> Any:
+            return estimate_run(roles, index.tasks(), workspace, max(runs, pass_k), prices, mode)
+
         if estimate:
-            await roles.aclose()
+            try:
+                print_estimate(count(), max(runs, pass_k), final=True)
+            except Exception as exc:  # noqa: BLE001
+                raise ValueError(f"no estimate: {exc}") from exc
+            finally:
+                await roles.aclose()
             return {}
+
+        def show_estimate(counted: asyncio.Future) -> None:
+            if counted.cancelled():
+                return
+            if counted.exception() is not None:  # a run does not depend on its estimate
+                warn(f"no estimate: {counted.exception()}")
+            else:
+                print_estimate(counted.result(), max(runs, pass_k), final=False)
+
+        counting: list[asyncio.Future] = []
+
+        async def preflight() -> Any:
+            """The endpoint check, with the run's estimate counted in a thread
+            once the check's requests are on their way: the first request
+            leaves without waiting for the count, and the first attempt
+            starts without waiting for it either (it is shown when ready)."""
+            checking = asyncio.ensure_future(check_endpoints(roles.clients, warn))
+            await asyncio.sleep(0)  # the check's requests start first
+            counted = asyncio.ensure_future(asyncio.to_thread(count))
+            counted.add_done_callback(show_estimate)
+            counting.append(counted)
+            return await checking
         selfish = roles.details.get("self_judged_roles") or []
         if selfish:
             which = " and ".join({"judge": "the coverage judge", "fluency": "the fluency checker"}[r] for r in selfish)
@@ -232,8 +255,10 @@ def eval_(
                                     fingerprint_extra=roles.fingerprint, details_extra=roles.details, mode=mode,
                                     client_models=models, prices=prices, max_cost=max_cost)
             return await run_eval(settings, roles.agent, roles.judge, roles.fluency, index,
-                                  preflight=lambda: check_endpoints(roles.clients, warn), notify=note)
+                                  preflight=preflight, notify=note)
         finally:
+            if counting:  # the count's thread ends before the clients close under it
+                await asyncio.wait(counting)
             await roles.aclose()
             served.close()
 

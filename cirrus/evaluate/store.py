@@ -30,9 +30,10 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 from cirrus.evaluate.runlock import RunLock
 from cirrus.files import append_line, atomic_writer, disk_full, is_disk_full, read_jsonl, remove_stale_temps
@@ -42,30 +43,52 @@ ATTEMPTS_FILE = "attempts.jsonl"
 TRANSCRIPTS_FILE = "transcripts.jsonl"
 DISK_FULL_ADVICE = "free space and re-run; completed attempts are kept"
 
-TASK_SCHEMA = {
-    "task_id": pl.Utf8, "attempt": pl.Int64, "category": pl.Utf8, "checkpoints": pl.Int64, "covered": pl.Int64,
-    "accepted_turns": pl.Int64, "tpr": pl.Float64, "lj": pl.Int64, "nei": pl.Float64, "mtl": pl.Float64,
-    "success": pl.Boolean, "status": pl.Utf8, "error": pl.Utf8, "input_tokens": pl.Int64,
-    "output_tokens": pl.Int64, "wall_s": pl.Float64,
-}
-CHECKPOINT_SCHEMA = {
-    "task_id": pl.Utf8, "attempt": pl.Int64, "checkpoint": pl.Int64, "reply_type": pl.Utf8, "accepted": pl.Boolean,
-    "covered_through": pl.Int64, "tia": pl.Boolean, "tsa": pl.Boolean, "tev": pl.Boolean, "rr": pl.Boolean,
-    "stl": pl.Int64, "fluent": pl.Boolean, "tool_calls": pl.Int64, "wall_s": pl.Float64,
-    # a judge panel's members' coverage verdicts on the turn, as JSON (null for a single judge)
-    "judge_votes": pl.Utf8,
-}
-# columns derived when the tables are written, after those of the attempt rows
-# (runs finished before they existed lack them; readers fill them in)
-RUN_COLUMNS = {"run_id": pl.Utf8, "model": pl.Utf8}
-TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
-# score columns added after the first release, at the end (older runs lack them; readers fill in null)
-TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64, "language": pl.Utf8, "channel": pl.Utf8}
-TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA, **TASK_ADDED_SCHEMA}  # tasks.parquet
-# checkpoint columns added later, at the end: ``failure`` (docs/failures.md;
-# cirrus.evaluate.failures); older runs lack them, readers fill in null
-CHECKPOINT_ADDED_SCHEMA = {"failure": pl.Utf8}
-CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS, **CHECKPOINT_ADDED_SCHEMA}  # checkpoints.parquet
+_SCHEMA_NAMES = ("TASK_SCHEMA", "CHECKPOINT_SCHEMA", "RUN_COLUMNS", "TASK_DERIVED_SCHEMA", "TASK_ADDED_SCHEMA",
+                 "TASK_FILE_SCHEMA", "CHECKPOINT_ADDED_SCHEMA", "CHECKPOINT_FILE_SCHEMA")
+_schemas: dict[str, dict[str, Any]] = {}
+
+
+def _build_schemas() -> dict[str, dict[str, Any]]:
+    """The tables' column types (polars: imported when first asked for, so
+    that starting a run does not wait for it)."""
+    import polars as pl
+
+    TASK_SCHEMA = {
+        "task_id": pl.Utf8, "attempt": pl.Int64, "category": pl.Utf8, "checkpoints": pl.Int64, "covered": pl.Int64,
+        "accepted_turns": pl.Int64, "tpr": pl.Float64, "lj": pl.Int64, "nei": pl.Float64, "mtl": pl.Float64,
+        "success": pl.Boolean, "status": pl.Utf8, "error": pl.Utf8, "input_tokens": pl.Int64,
+        "output_tokens": pl.Int64, "wall_s": pl.Float64,
+    }
+    CHECKPOINT_SCHEMA = {
+        "task_id": pl.Utf8, "attempt": pl.Int64, "checkpoint": pl.Int64, "reply_type": pl.Utf8, "accepted": pl.Boolean,
+        "covered_through": pl.Int64, "tia": pl.Boolean, "tsa": pl.Boolean, "tev": pl.Boolean, "rr": pl.Boolean,
+        "stl": pl.Int64, "fluent": pl.Boolean, "tool_calls": pl.Int64, "wall_s": pl.Float64,
+        # a judge panel's members' coverage verdicts on the turn, as JSON (null for a single judge)
+        "judge_votes": pl.Utf8,
+    }
+    # columns derived when the tables are written, after those of the attempt rows
+    # (runs finished before they existed lack them; readers fill them in)
+    RUN_COLUMNS = {"run_id": pl.Utf8, "model": pl.Utf8}
+    TASK_DERIVED_SCHEMA = {**RUN_COLUMNS, "end_reason": pl.Utf8, "end_checkpoint": pl.Int64}
+    # score columns added after the first release, at the end (older runs lack them; readers fill in null)
+    TASK_ADDED_SCHEMA = {"mtl_alg1": pl.Float64, "language": pl.Utf8, "channel": pl.Utf8}
+    TASK_FILE_SCHEMA = {**TASK_SCHEMA, **TASK_DERIVED_SCHEMA, **TASK_ADDED_SCHEMA}  # tasks.parquet
+    # checkpoint columns added later, at the end: ``failure`` (docs/failures.md;
+    # cirrus.evaluate.failures); older runs lack them, readers fill in null
+    CHECKPOINT_ADDED_SCHEMA = {"failure": pl.Utf8}
+    CHECKPOINT_FILE_SCHEMA = {**CHECKPOINT_SCHEMA, **RUN_COLUMNS, **CHECKPOINT_ADDED_SCHEMA}  # checkpoints.parquet
+    return {name: value for name, value in locals().items() if name in _SCHEMA_NAMES}
+
+
+def __getattr__(name: str) -> Any:
+    """``TASK_SCHEMA``, ``CHECKPOINT_FILE_SCHEMA``, ...: module constants built
+    on first use (PEP 562)."""
+    if name in _SCHEMA_NAMES:
+        if not _schemas:
+            _schemas.update(_build_schemas())
+        return _schemas[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # why a walk ended: ``end_reason`` of tasks.parquet
 END_COMPLETED = "completed"        # every checkpoint covered
@@ -268,6 +291,13 @@ class RunStore:
         rows as Python objects.  ``committed``: as for :meth:`latest_rows`;
         ``model``: the ``model`` column (default: the agent of ``run.json``);
         ``run_id`` is the run folder's name."""
+        import polars as pl
+
+        schema = __getattr__
+        TASK_SCHEMA, TASK_FILE_SCHEMA, TASK_ADDED_SCHEMA = (  # noqa: N806 - the module's constants
+            schema("TASK_SCHEMA"), schema("TASK_FILE_SCHEMA"), schema("TASK_ADDED_SCHEMA"))
+        CHECKPOINT_SCHEMA, CHECKPOINT_FILE_SCHEMA, CHECKPOINT_ADDED_SCHEMA = (  # noqa: N806
+            schema("CHECKPOINT_SCHEMA"), schema("CHECKPOINT_FILE_SCHEMA"), schema("CHECKPOINT_ADDED_SCHEMA"))
         run = {"run_id": self.directory.name, "model": model if model is not None else self.model()}
         task_frames: list[pl.DataFrame] = []
         checkpoint_frames: list[pl.DataFrame] = []

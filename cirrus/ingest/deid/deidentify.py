@@ -76,6 +76,40 @@ _SITE_AFTER = re.compile(r"(?:,\s*[A-Z]{2})?\s+(?i:office|team|branch|region|are
                          # "Memphis, TN", "Leeds, UK": a city with its state or country code
                          r"|,\s*(?:[A-Z]{2}|USA|U\.S\.A?\.?)(?![A-Za-z])")
 _TRAVEL_AFTER = re.compile(r"\s*(?:to|->|→|–|-)\s+[A-Z]")
+# A product, not a person: what follows it in brackets is a variant (a
+# colour, a size, a measure, a model): "Kettle Classic (red)", "Aurora Lamp
+# (large)", "Glory Mug (350 ml)", "Warrior（白色，42码）".
+_COLOURS = ("red|blue|green|black|white|grey|gray|silver|gold|rose gold|pink|purple|violet|yellow|orange|brown|"
+            "beige|navy|teal|cyan|magenta|ivory|cream|charcoal|graphite|midnight|space gr[ae]y|olive|khaki|"
+            "burgundy|maroon|turquoise|coral|mint|sand|stone|natural|clear|transparent|matte|light|dark")
+_VARIANT_AFTER = re.compile(
+    r"\s*[(（\[]\s*(?:"
+    rf"(?i:(?:{_COLOURS})\b)"
+    r"|(?i:(?:xx?s|s|m|l|xx?l|\d?xl|small|medium|large|regular|mini|one size|size\s+\w+|model\s+\w+|"
+    r"pack of \d+|\d+[- ]?(?:pack|pcs|piece|slice|cup|seat|person|litre|liter|inch|in|ft|cm|mm|m|ml|l|oz|lb|kg|g|"
+    r"gb|tb|mb|w|v|mah|hz)\b|\d+\s*[x×]\s*\d+)(?![A-Za-z]))"
+    r"|[\u4e00-\u9fff]{0,3}色|\d+\s*(?:码|号|寸|英寸|毫升|升|克|公斤|寸|件|个装|片装)|[大中小]号|型号|款"
+    r")"
+)
+# an article before it: "a Kettle Classic", "the Aurora Lamp", "a new Glory Mug"
+# (not "my", "our": "our Jane from billing"; not "this": "This is Mr Reed")
+_DETERMINER_BEFORE = re.compile(r"(?i:\b(?:the|a|an|each|every|another)\s+)"
+                                r"(?:(?!(?:is|was|are|were|be|been)\s)[a-z][\w-]*\s+)?$")
+_LEADING_DETERMINER = re.compile(r"(?i:(?:the|a|an)\s+)")
+_HONORIFICS = frozenset({"Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Sir", "Madam", "Dame", "Lord", "Lady", "Prof"})
+# next to a Latin word inside Chinese text, what says it is a person's name
+# ("我叫Michael", "联系人：Jessica", "Tom你好", "David先生")
+_ZH_NAME_CUE_BEFORE = re.compile(
+    r"(?:我是|我叫|叫做?|名字是|姓名[:：]?|称呼|同事|朋友|老公|老婆|先生|女士|客户|联系人[:：]?|收件人[:：]?|"
+    r"经理|老师|工程师|客服|(?:hi|hello|dear|mr|mrs|ms|dr)\.?)\s*$", re.IGNORECASE)
+_ZH_NAME_CUE_AFTER = re.compile(r"^\s*(?:你好|您好|先生|女士|小姐|老师|经理|同学|说|告诉|跟我|打电话|来电|[,，]?\s*(?:你好|您好))")
+_HAN_NEAR = re.compile(f"[{HAN_RANGES}]")
+_LATIN_NAME_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+# another Latin word right next to it: "Jay White" in 我叫Jay White is a full name, not one word
+_LATIN_BEFORE = re.compile(r"[A-Za-z][.]?[ \t]+$")
+_LATIN_AFTER = re.compile(r"[ \t]+[A-Za-z]")
+_LATIN_PIECE = re.compile(r"[A-Za-z][A-Za-z'’-]*(?:[ \t]+[A-Za-z][A-Za-z'’-]*)*")
+
 # part-of-speech tags (Penn Treebank, spaCy's tag_) a one-word name never has: modal verbs, determiners,
 # pronouns, prepositions, conjunctions, wh-words
 _NOT_NAME_TAGS = frozenset({"MD", "DT", "PRP", "PRP$", "IN", "CC", "WDT", "WP", "WP$", "WRB", "EX", "TO"})
@@ -381,6 +415,8 @@ class Deidentifier:
             return None  # "the devs", "snapshot keeps failing": NER on lower-case words that are nobody's name
         if _is_place(text, result.start, result.end):
             return None  # "from Atlanta (ATL)", "Dallas/Fort Worth (DFW)", "Denver Airport": a place
+        if self._is_product(text, result.start, result.end):
+            return None  # "Kettle Classic (red)", "a new Aurora Lamp", "Dance" in 我买的Dance鞋子
         if " " not in stripped:
             token = next((tok for tok in artifacts.tokens if tok.idx == start), None)
             lemma = next((lem for tok, lem in zip(artifacts.tokens, artifacts.lemmas) if tok.idx == start), "")
@@ -390,6 +426,41 @@ class Deidentifier:
             if token is not None and getattr(token, "tag_", "") in _NOT_NAME_TAGS and stripped not in self._known_names:
                 return None  # "Shall I refund ...?": a modal verb at a sentence's start, by its grammar
         return result
+
+    def _is_product(self, text: str, start: int, end: int) -> bool:
+        """Whether a name NER found is a product's name, by its context: a
+        variant in brackets after it ("Kettle Classic (red)", "Warrior（白色，
+        42码）") or a determiner before it ("a Kettle Classic", "the new
+        Aurora Lamp") when a word of it is a dictionary word that is nobody's
+        name (Kettle, Lamp; not "Sarah Connor (red)", "the Frank White");
+        or a single Latin word inside Chinese text ("我买的Dance鞋子",
+        "Warrior旗舰店") that is a dictionary word or no known name, with no
+        name cue next to it (我叫Michael, Tom你好 stay names)."""
+        value = text[start:end]
+        if _HAN_NEAR.search(value):
+            # English NER across Chinese text ("Pro（黑色）运动鞋"): its Latin words decide
+            pieces = list(_LATIN_PIECE.finditer(value))
+            return bool(pieces) and all(self._is_product(text, start + m.start(), start + m.end()) for m in pieces)
+        lead = _LEADING_DETERMINER.match(value)
+        words = value[lead.end():].split() if lead else value.split()
+        if not words:
+            return False
+        productish = any(in_dictionary(w, self._dictionary) and w not in self._known_names
+                         and w.rstrip(".") not in _HONORIFICS for w in words)
+        if productish and (_VARIANT_AFTER.match(text, end) or lead is not None
+                           or _DETERMINER_BEFORE.search(text[max(0, start - 40):start])):
+            return True
+        alone = not (_LATIN_BEFORE.search(text[max(0, start - 40):start]) or _LATIN_AFTER.match(text, end))
+        if len(words) == 1 and alone and _LATIN_NAME_WORD.fullmatch(words[0]) and (
+                _HAN_NEAR.search(text[max(0, start - 12):start]) or _HAN_NEAR.search(text[end:end + 12])):
+            word = words[0]
+            name_like = word in self._known_names and not in_dictionary(word, self._dictionary)
+            if name_like:
+                return False
+            if _ZH_NAME_CUE_BEFORE.search(text[max(0, start - 8):start]) or _ZH_NAME_CUE_AFTER.match(text[end:end + 8]):
+                return False
+            return True
+        return False
 
     # -- a whole ticket --------------------------------------------------------
 

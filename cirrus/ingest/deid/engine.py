@@ -95,6 +95,9 @@ def build_registry(config: DeidConfig, language: str | None = None,
         builtin += language_recognizers(lang)
     if not base and extra is not None and extra.spacy_model:
         builtin.append(SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]))
+    if not base and extra is not None and extra.ner_model:  # an offline NER model's names (zh_ner.py)
+        from cirrus.ingest.deid.zh_ner import ner_recognizers
+        builtin += ner_recognizers(extra.ner_model, lang)
     for recognizer in builtin:
         if wanted & set(recognizer.supported_entities):
             registry.add_recognizer(recognizer)

@@ -435,7 +435,7 @@ def make_openai_client(endpoint: Endpoint, timeout: float) -> AsyncOpenAI:
     (:class:`ChatClient` retries with tenacity), on the transport
     ``CIRRUS_HTTP_TRANSPORT`` names (:mod:`cirrus.llm.client.transport`)."""
     return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=0,
-                       **http_client_options(timeout))
+                       **http_client_options(timeout, endpoint.base_url))
 
 
 

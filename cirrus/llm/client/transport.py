@@ -123,10 +123,15 @@ class AioHttpClient(DefaultAioHttpClient):  # type: ignore[misc,valid-type]
         return _named_errors(super()._init_proxy_transport(*args, **kwargs))
 
 
-def http_client_options(timeout: float) -> dict[str, Any]:
+def http_client_options(timeout: float, base_url: str) -> dict[str, Any]:
     """Keyword arguments for ``AsyncOpenAI`` that put it on the chosen
-    transport (none for the SDK's own)."""
-    if http_transport() == "aiohttp":
+    transport (none for the SDK's own).  A base URL with credentials in it
+    (``https://user:pass@gateway/v1``) stays on httpx, which sends them as
+    the SDK always has; aiohttp refuses a URL's credentials beside the
+    ``Authorization`` header."""
+    from urllib.parse import urlsplit
+
+    if http_transport() == "aiohttp" and "@" not in urlsplit(base_url).netloc:
         return {"http_client": AioHttpClient(timeout=timeout)}
     return {}
 
