@@ -31,16 +31,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
-import httpx
+import types
+from typing import TYPE_CHECKING
+
 import yaml
-from vcr.cassette import Cassette
-from vcr.errors import CannotOverwriteExistingCassetteException
-from vcr.matchers import method, uri
-from vcr.persisters.filesystem import FilesystemPersister
-from vcr.record_mode import RecordMode
-from vcr.request import Request
-from vcr.serialize import deserialize
-from vcr.stubs.httpx_stubs import vcr_handle_request
+
+if TYPE_CHECKING:
+    import httpx
+    from vcr.cassette import Cassette
+    from vcr.request import Request
 
 from cirrus.ingest.cassettes import canonical_arguments, canonical_json, dump_cassette, tool_url
 from cirrus.schema import Task
@@ -106,26 +105,42 @@ class _SafeYamlSerializer:
         return dump_cassette(data)
 
 
-class _Utf8Persister(FilesystemPersister):
-    """vcrpy's filesystem persister, reading UTF-8 whatever the locale."""
+@functools.cache
+def _vcr() -> types.SimpleNamespace:
+    """vcrpy and httpx, imported on the first cassette loaded: ``import vcr``
+    imports ``requests`` and more for its patches (~0.1 s), which a run need
+    not wait for before its first model request."""
+    import httpx
+    from vcr.cassette import Cassette
+    from vcr.errors import CannotOverwriteExistingCassetteException
+    from vcr.matchers import method, uri
+    from vcr.persisters.filesystem import FilesystemPersister
+    from vcr.record_mode import RecordMode
+    from vcr.serialize import deserialize
+    from vcr.stubs.httpx_stubs import vcr_handle_request
 
-    @classmethod
-    def load_cassette(cls, cassette_path, serializer):  # type: ignore[no-untyped-def]
-        return deserialize(Path(cassette_path).read_text(encoding="utf-8"), serializer)
+    class Utf8Persister(FilesystemPersister):
+        """vcrpy's filesystem persister, reading UTF-8 whatever the locale."""
 
+        @classmethod
+        def load_cassette(cls, cassette_path, serializer):  # type: ignore[no-untyped-def]
+            return deserialize(Path(cassette_path).read_text(encoding="utf-8"), serializer)
 
-def _refuse_network(transport: httpx.BaseTransport, request: httpx.Request) -> httpx.Response:
-    raise RuntimeError(f"tool replay never sends requests; vcrpy let {request.url} through")
+    def refuse_network(transport: httpx.BaseTransport, request: httpx.Request) -> httpx.Response:
+        raise RuntimeError(f"tool replay never sends requests; vcrpy let {request.url} through")
 
+    class CassetteTransport(httpx.BaseTransport):
+        """An httpx transport answered by vcrpy from one loaded cassette."""
 
-class _CassetteTransport(httpx.BaseTransport):
-    """An httpx transport answered by vcrpy from one loaded cassette."""
+        def __init__(self, cassette: Cassette) -> None:
+            self._handle = vcr_handle_request(cassette, refuse_network, httpx)
 
-    def __init__(self, cassette: Cassette) -> None:
-        self._handle = vcr_handle_request(cassette, _refuse_network, httpx)
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            return self._handle(self, request)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._handle(self, request)
+    return types.SimpleNamespace(httpx=httpx, Cassette=Cassette, RecordMode=RecordMode, method=method, uri=uri,
+                                 Persister=Utf8Persister, Transport=CassetteTransport,
+                                 NotRecorded=CannotOverwriteExistingCassetteException)
 
 
 class ToolReplayer:
@@ -148,19 +163,20 @@ class ToolReplayer:
             return
         if not self.path.is_file():
             raise FileNotFoundError(f"cassette {self.path} does not exist")
+        vcr = _vcr()
         try:
-            self._cassette = Cassette.load(
+            self._cassette = vcr.Cassette.load(
                 path=str(self.path),
                 serializer=_SafeYamlSerializer,
-                persister=_Utf8Persister,
-                record_mode=RecordMode.NONE,
-                match_on=(method, uri, self._same_body),
+                persister=vcr.Persister,
+                record_mode=vcr.RecordMode.NONE,
+                match_on=(vcr.method, vcr.uri, self._same_body),
             )
         except (ValueError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
             raise CassetteError(f"cassette {self.path} cannot be read: {type(exc).__name__}: {exc}") from None
         for index, request in enumerate(self._cassette.requests):
             self._matches.setdefault(self._key(request.method, request.uri, request.body), []).append(index)
-        self._client = httpx.Client(transport=_CassetteTransport(self._cassette), trust_env=False)
+        self._client = vcr.httpx.Client(transport=vcr.Transport(self._cassette), trust_env=False)
 
     @classmethod
     def for_task(cls, workspace: Path, task: Task | Mapping[str, Any],
@@ -217,7 +233,7 @@ class ToolReplayer:
                 self._cassette.play_counts[matching[-1]] = 0  # all played: repeat the last one
             try:
                 response = self._client.post(url, content=payload, headers={"content-type": "application/json"})
-            except CannotOverwriteExistingCassetteException:
+            except _vcr().NotRecorded:
                 raise NoRecordedResult(name, body, str(self.path)) from None
         return response.json()["result"]
 

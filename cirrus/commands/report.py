@@ -15,7 +15,7 @@ from rich.table import Table
 
 from cirrus.commands._common import EXIT_FAILED, console, fail
 from cirrus.commands._common import out as stdout
-from cirrus.report.command import DEFAULT_N_BOOT, DEFAULT_SEED
+from cirrus.report.defaults import DEFAULT_N_BOOT, DEFAULT_SEED
 
 if TYPE_CHECKING:
     import polars as pl

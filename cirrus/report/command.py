@@ -83,9 +83,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_CONFIDENCE", "DEFAULT_N_BOOT", "DEFAULT_SEED", "cost_warnings", "noise_summary",
            "report_command", "subtask_report", "unpriced_line", "write_extras", "write_subtask_tables"]
 
-DEFAULT_N_BOOT = 2000  # = cirrus.report.uncertainty.DEFAULT_N_BOOT
-DEFAULT_SEED = 0
-DEFAULT_CONFIDENCE = 0.95
+from cirrus.report.defaults import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED  # noqa: E402
 
 
 def report_command(run_ids: list[str], workspace: Path, out: Path | None, bootstrap: int = DEFAULT_N_BOOT,

@@ -60,9 +60,7 @@ from cirrus.report.tables import (
     task_stats,
 )
 
-DEFAULT_N_BOOT = 2000
-DEFAULT_SEED = 0
-DEFAULT_CONFIDENCE = 0.95
+from cirrus.report.defaults import DEFAULT_CONFIDENCE, DEFAULT_N_BOOT, DEFAULT_SEED  # noqa: F401  (re-exported)
 MDD_ALPHA = 0.05  # two-sided level of the test the minimal detectable difference is for
 MDD_POWER = 0.80  # the chance of detecting a true difference of that size
 MDD_METRICS = ("sr_pass1", "atpr")  # the paired metrics with a minimal detectable difference
