@@ -53,23 +53,8 @@ REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 TAU_BENCH = REPO.parent / "shared" / "data" / "tau-bench-airline" / "gpt-4o-airline.json"
 KEY_ENV = "CIRRUS_BENCH_KEY"
-# --transport aiohttp: the same CLI, with cirrus's AsyncOpenAI given the openai package's aiohttp transport
-# (``openai.DefaultAioHttpClient``, the ``openai[aiohttp]`` extra; aiohttp must be importable).  An experiment
-# for a proposed change, not what cirrus does today.
-AIOHTTP_PATCH = """
-import sys
-import cirrus.llm.client as client
-from openai import AsyncOpenAI, DefaultAioHttpClient
-
-def make_openai_client(endpoint, timeout):
-    return AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), timeout=timeout, max_retries=0,
-                       http_client=DefaultAioHttpClient(timeout=timeout))
-
-client.make_openai_client = make_openai_client
-from cirrus.cli import app
-sys.argv[0] = "cirrus"
-app()
-"""
+# --transport: the HTTP transport cirrus runs on (CIRRUS_HTTP_TRANSPORT, docs/concurrency.md): aiohttp (the
+# default since issue 28) or the SDK's httpx one, for comparison
 MODELS = {"model": "bench-agent", "judge": "bench-judge", "fluency": "bench-fluency"}
 
 
@@ -184,10 +169,10 @@ def list_schedule(chains: list[int], concurrency: int, delay: float) -> float:
 
 
 def run_once(args: argparse.Namespace, base_url: str, concurrency: int, profile: str | None = None,
-             profile_out: Path | None = None, order: str = "file", transport: str = "httpx") -> dict[str, Any]:
+             profile_out: Path | None = None, order: str = "file", transport: str = "aiohttp") -> dict[str, Any]:
     workspace: Path = args.workspace if order == "file" else longest_first_workspace(args.workspace)
     run_id = (f"bench-c{concurrency}" + (f"-{order}" if order != "file" else "")
-              + (f"-{transport}" if transport != "httpx" else "") + (f"-{profile}" if profile else ""))
+              + (f"-{transport}" if transport != "aiohttp" else "") + (f"-{profile}" if profile else ""))
     shutil.rmtree(workspace / ".cirrus-cache", ignore_errors=True)  # every judge call must reach the server
     shutil.rmtree(workspace / "reports" / run_id, ignore_errors=True)
     eval_args = ["eval", "--model", MODELS["model"], "--base-url", base_url, "--api-key-env", KEY_ENV,
@@ -201,16 +186,13 @@ def run_once(args: argparse.Namespace, base_url: str, concurrency: int, profile:
     elif profile == "py-spy":
         command = [args.py_spy, "record", "--format", "raw", "--rate", "200", "-o", str(profile_out), "--",
                    sys.executable, "-m", "cirrus.cli", *eval_args]
-    elif transport == "aiohttp":
-        command = [sys.executable, "-c", AIOHTTP_PATCH, *eval_args]
     else:
         command = [*cirrus_command(), *eval_args]
     server_call(base_url, "/reset", post=True)
     load_before = loadavg()
     env = {**os.environ, KEY_ENV: "sk-bench-not-a-secret"}
     env.pop("PYTHONPATH", None)
-    if transport == "aiohttp" and args.aiohttp_path:
-        env["PYTHONPATH"] = args.aiohttp_path
+    env["CIRRUS_HTTP_TRANSPORT"] = transport
     started = time.perf_counter()
     started_mono = time.monotonic()  # CLOCK_MONOTONIC is system-wide: comparable with the server's times
     # run from the workspace: no cirrus.toml of the current directory changes the roles
@@ -370,11 +352,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="concurrencies to measure (none: only the --profile-* runs)")
     parser.add_argument("--order", nargs="+", default=["file"], choices=["file", "longest-first"],
                         help="task order: the workspace's, or a copy listing the longest tasks first")
-    parser.add_argument("--transport", nargs="+", default=["httpx"], choices=["httpx", "aiohttp"],
-                        help="httpx: cirrus as it is; aiohttp: an experiment, see AIOHTTP_PATCH")
-    parser.add_argument("--aiohttp-path", default=None,
-                        help="a folder holding aiohttp (pip install --target DIR 'aiohttp>=3.14.4'), put on "
-                             "PYTHONPATH for --transport aiohttp runs only")
+    parser.add_argument("--transport", nargs="+", default=["aiohttp"], choices=["aiohttp", "httpx"],
+                        help="the HTTP transport (CIRRUS_HTTP_TRANSPORT): aiohttp, the default, or the SDK's httpx")
     parser.add_argument("--runs", type=int, default=3, help="attempts per task (84 tasks x runs)")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--delay", type=float, default=0.2)
