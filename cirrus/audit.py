@@ -16,9 +16,19 @@ other binary files are skipped and counted.
 What is found (kinds):
 
 Candidates for e-mails written to dodge scrapers, cards and IP addresses come
-from the ingest's own recognizers (``cirrus.ingest.deid.recognizers``), and
-secrets from its ``SecretRecognizer``: one detection engine; the audit adds
-only its policy on top (which documentation values are not hits).
+from the ingest's own recognizers (``cirrus.ingest.deid.recognizers``),
+secrets from its ``SecretRecognizer``, and identifiers, dates of birth,
+addresses and names in other scripts from the recognizers the ingest's
+``build_registry`` builds for the default pipeline: one detection engine; the
+audit adds its policy on top (which documentation values are not hits) and a
+few checks of its own.  Every text is read as the ingest reads it, in its
+normalised view (``cirrus.ingest.deid.normalize``: full-width forms folded,
+zero-width characters dropped, ``%XX`` escapes and HTML references decoded),
+so a disguised value is found too (and shown as read).  In a JSON document
+(a JSON Lines line, a cassette body, a cell) the sibling scalars under a key
+naming a phone, card, IBAN, e-mail, account ... are also read joined, as the
+ingest reads them: a card or IBAN split over array elements or fields
+(``{"card": ["4111 1111", "1111 1111"]}``) is found whole.
 
 * ``email``: an address, also obfuscated (``jroe77 [at] outlook [dot] com``,
   ``urlenc.person%40proton.me``); the documentation domains of RFC 2606 (``example.com``,
@@ -41,6 +51,26 @@ only its policy on top (which documentation values are not hits).
   the ingest's own secret recognizer finds (detect-secrets' formats: AWS,
   Azure, JWT, Slack, Stripe, ...; ``ya29.`` tokens, PEM key blocks, secret
   query parameters, ``password: hunter2`` / ``pwd is ...`` cues).
+* ``national_id``: what the ingest's country recognizers (Presidio's: UK
+  NI number, Spanish DNI/NIE, Italian codice fiscale, Indian PAN, ...; those
+  that are mostly digits only next to their context word) and check-digit
+  recognizer (German tax id, French NIR, after their cue) find, and, the
+  audit's own, a US driver's licence number after its cue (``driver's
+  license``, ``DL#``).
+* ``birth_date``: a date after a birth cue (``born``, ``DOB``, ``birthday``,
+  ``出生``) or under a birth-date field name.
+* ``device_id``: a VIN (check digit or cue), an IMEI after its cue (check
+  digit), a MAC address.
+* ``iban``: an IBAN of any country, its check digits valid.
+* ``address``: a street line, a PO box, a UK postcode or an Irish Eircode
+  (the ingest's address recognizer); a room, floor or suite alone is not.
+* ``name``: only a name in a non-Latin script next to a name cue
+  (``ScriptNameRecognizer``: ``my name is Иван Петров``, ``Best,\nराहुल``;
+  and ``田中と申します``).  Latin-script names are left out: NER or a name
+  list in a de-identified workspace finds pseudonyms, agents and products.
+* also ``card``: a card's security code after its cue (``CVV: 737``, ``the
+  security code on the back is 737``; the audit's own), and ``secret``: a
+  value whose field name says it is one (``pin=4821``).
 * ``ip``: IPv4 with valid octets and IPv6.  Private ranges (10/8,
   172.16/12, 192.168/16, fc00::/7) are hits: they describe a customer's
   network.  Not hits: loopback, unspecified (0.0.0.0, ::), multicast,
@@ -53,7 +83,9 @@ Masking: the ingest pipeline masks with ``*`` (``ja***@g***.com``,
 ``157****3190``, ``47.***.***.***``, ``LTAI********``) or writes placeholders
 (``<EMAIL_ADDRESS_1>``).  The scanner treats ``*`` as a break that no value
 may span, so a masked value never matches, while a real value that merely
-sits in Markdown emphasis (``**+1 415 555 0199**``) still does.
+sits in Markdown emphasis (``**+1 415 555 0199**``) still does; what the
+engine's recognizers find is dropped, as the ingest drops it, when a mask
+break is inside it or right next to it (``Ив** Пе*****``).
 
 Allow list: ``--allow`` values and the lines of ``WORKSPACE/.cirrus-audit-allow``
 (``#`` comments).  Each entry allows a found value equal to it, or in which it
@@ -380,15 +412,323 @@ def _secret_recognizer() -> Any:
     return SecretRecognizer()
 
 
+# -- the ingest's engine: identifiers, dates of birth, addresses, names in other scripts -------------
+
+# the entities of the ingest's engine the audit reports, and their kind; e-mails, phones, IPs, cards,
+# keys and secrets have the audit's own finders above (with its documentation and network policy)
+ENGINE_KINDS = {
+    **dict.fromkeys(("NATIONAL_ID", "UK_NINO", "ES_NIF", "ES_NIE", "IT_FISCAL_CODE", "IN_PAN", "IN_AADHAAR",
+                     "IN_PASSPORT", "AU_TFN", "AU_MEDICARE", "SG_NRIC_FIN", "KR_RRN", "PL_PESEL",
+                     "FI_PERSONAL_IDENTITY_CODE", "US_ITIN", "US_PASSPORT", "UK_NHS", "UK_PASSPORT", "US_SSN",
+                     "CN_RESIDENT_ID"), "national_id"),
+    "DATE_OF_BIRTH": "birth_date",
+    "DEVICE_ID": "device_id", "MAC_ADDRESS": "device_id",
+    "IBAN_CODE": "iban",
+    "STREET_ADDRESS": "address", "UK_POSTCODE": "address",
+    "PERSON": "name",  # only ScriptNameRecognizer's: a non-Latin name next to a name cue
+    "SECRET": "secret",  # only FieldTextRecognizer's: a value its field's name calls secret
+}
+# what a value's field name alone says (FieldTextRecognizer) counts for these; a name, e-mail, phone
+# or card by its key only is left to the audit's own finders, which check the value itself
+_FIELD_ENTITIES = ("SECRET", "DATE_OF_BIRTH", "US_SSN", "CN_RESIDENT_ID", "STREET_ADDRESS")
+# Presidio's context step, as the ingest configures it: a context word near a find adds this much
+_CONTEXT_BOOST, _CONTEXT_FLOOR, _CONTEXT_BEFORE, _CONTEXT_AFTER = 0.35, 0.4, 64, 24
+
+
+@dataclass(frozen=True)
+class _Engine:
+    # (recognizer, entities, context words, the pre-checks a text must pass)
+    recognizers: tuple[tuple[Any, tuple[str, ...], tuple[str, ...], tuple[Any, ...]], ...]
+    threshold: float
+    allow: frozenset[str]
+
+
+@functools.cache
+def _engine() -> _Engine:
+    """The ingest's recognizers for :data:`ENGINE_KINDS`, built by the
+    ingest's own :func:`~cirrus.ingest.deid.engine.build_registry` from the
+    default pipeline (the pattern and check-digit recognizers: no spaCy
+    model is loaded).  Names: only :class:`ScriptNameRecognizer`'s (a name
+    in Cyrillic, Greek, Arabic, ... after a name cue); spaCy NER and the
+    name gazetteer would find the pseudonyms, products and agents' names of
+    a de-identified workspace."""
+    from cirrus.config import load_pipeline
+    from cirrus.ingest.deid.engine import build_registry
+    from cirrus.ingest.deid.recognizers import ContextRequired, FieldTextRecognizer, ScriptNameRecognizer
+
+    config = load_pipeline().deid
+    registry = build_registry(config.model_copy(update={"person_gazetteer": False}))
+    chosen = []
+    for recognizer in registry.recognizers:
+        entities = [e for e in recognizer.supported_entities if e in ENGINE_KINDS]
+        if isinstance(recognizer, FieldTextRecognizer):
+            entities = [e for e in entities if e in _FIELD_ENTITIES]
+        elif "PERSON" in entities and not isinstance(recognizer, ScriptNameRecognizer):
+            entities.remove("PERSON")
+        elif "SECRET" in entities:
+            entities.remove("SECRET")  # SecretRecognizer: already read above (_secret_recognizer)
+        if not entities:
+            continue
+        inner = recognizer.inner if isinstance(recognizer, ContextRequired) else recognizer
+        if _never_kept(inner, config.score_threshold):
+            continue
+        context = tuple(word.lower() for word in (getattr(inner, "context", None) or ()))
+        # a recognizer that counts only next to its context word runs on a text that holds one as a
+        # word: "pan" in "company" or "us" in "status" would run Presidio's weak patterns (the
+        # Indian PAN's matches any 10 letters and digits) on nearly every text, for nothing
+        checks = []
+        if isinstance(recognizer, ContextRequired) and context:
+            checks.append(re.compile(r"(?i)(?<![^\W_])(?:" + "|".join(map(re.escape, context)) + r")(?![^\W_])"))
+        if (shape := _any_pattern(inner)) is not None:
+            checks.append(shape)
+        chosen.append((recognizer, tuple(entities), context, tuple(checks)))
+    return _Engine(tuple(chosen), config.score_threshold, frozenset(v.lower() for v in config.allow_list))
+
+
+def _any_pattern(recognizer: Any) -> Any:
+    """For a Presidio pattern recognizer, its patterns as one regular
+    expression (Presidio's ``regex`` module and flags): a text none of them
+    matches is not handed to it (Presidio's per-call and per-match work is
+    most of the engine's time); None for another recognizer."""
+    import regex
+    from presidio_analyzer import PatternRecognizer
+
+    if not isinstance(recognizer, PatternRecognizer) or not recognizer.patterns or recognizer.deny_list:
+        return None
+    try:
+        return regex.compile("|".join(f"(?:{p.regex})" for p in recognizer.patterns),
+                             flags=recognizer.global_regex_flags or 0)
+    except regex.error:
+        return None
+
+
+def _never_kept(recognizer: Any, threshold: float) -> bool:
+    """A Presidio pattern recognizer none of whose finds reaches the
+    threshold, even raised by a context word, and that validates none
+    (a validated find scores 1.0): the UK postcode, UK, Indian and US
+    passport ones score 0.1 at most, so the ingest keeps none of their finds."""
+    from presidio_analyzer import PatternRecognizer
+
+    if not isinstance(recognizer, PatternRecognizer) or not recognizer.patterns:
+        return False
+    best = max(pattern.score for pattern in recognizer.patterns)
+    return (max(best + _CONTEXT_BOOST, _CONTEXT_FLOOR) < threshold
+            and type(recognizer).validate_result is PatternRecognizer.validate_result)
+
+
+# where a JSON line's texts meet (a string value and the next key; paragraphs): the engine reads the
+# pieces between, each distinct piece once (a knowledge article repeats in every task that cites it)
+_CHUNK_BREAK = re.compile(r'\n\n|","')
+_CACHED_CHUNK = 8192  # longer pieces are read each time, not remembered (the cache stays under ~64 MB)
+
+
+def _engine_hits(text: str) -> list[Hit]:
+    """:func:`_engine_chunk`'s hits in each piece of ``text``, located in ``text``."""
+    if len(text) <= _CACHED_CHUNK and not _CHUNK_BREAK.search(text):
+        return [Hit(kind, value, start) for kind, value, start in _engine_chunk(text)]
+    found, at = [], 0
+    for end in [*(m.start() for m in _CHUNK_BREAK.finditer(text)), len(text)]:
+        piece = text[at:end]
+        hits = _engine_chunk(piece) if len(piece) <= _CACHED_CHUNK else _engine_chunk.__wrapped__(piece)
+        found += [Hit(kind, value, at + start) for kind, value, start in hits]
+        at = end + (len(_CHUNK_BREAK.match(text, end).group()) if end < len(text) else 0)
+    return found
+
+
+@functools.lru_cache(maxsize=1 << 13)
+def _engine_chunk(text: str) -> tuple[tuple[str, str, int], ...]:
+    """What the ingest's recognizers (:func:`_engine`) find in the prepared
+    ``text``, kept by the ingest's rules: its score threshold, after its
+    context step (a context word near a weak find raises its score); not
+    a value of its allow list; not a masked value nor a piece of one (a
+    mask break inside it or right next to it: ``Ив** Пе*****``)."""
+    engine = _engine()
+    found = []
+    for recognizer, entities, context, checks in engine.recognizers:
+        if not all(check.search(text) for check in checks):
+            continue
+        for r in recognizer.analyze(text, list(entities)):
+            if r.entity_type not in entities:
+                continue
+            start, end = r.start, r.end
+            value = text[start:end]
+            if not value.strip() or _MASK_BREAK in text[max(0, start - 1):end + 1]:
+                continue
+            score = r.score
+            if score < engine.threshold and context:
+                window = text[max(0, start - _CONTEXT_BEFORE):end + _CONTEXT_AFTER].lower()
+                if any(word in window for word in context):
+                    score = max(score + _CONTEXT_BOOST, _CONTEXT_FLOOR)
+            if score < engine.threshold or value.lower() in engine.allow:
+                continue
+            if r.entity_type == "STREET_ADDRESS" and _ROOM_ONLY.fullmatch(value):
+                continue
+            if r.entity_type == "SECRET" and value.isdigit() and \
+                    not _PIN_KEY.search(text, max(0, start - 40), start):
+                continue  # "token: 1234567890123456" is an id; "pin=4821" is not (as SecretRecognizer reads cues)
+            found.append((ENGINE_KINDS[r.entity_type], value, start))
+    return tuple(found)
+
+
+# the audit's own: a card's security code after its cue, a US driver's licence number after its cue
+# (neither is an entity of the ingest: its recognizers find a CVV only by a field's name, "cvv: 123")
+_CVV = re.compile(
+    r"(?i:\b(?:cvv2?|cvc2?|csc)\b|card\s+(?:security|verification)\s+(?:code|value|number)"
+    r"|(?<=[\s,.;:(])security\s+code)"
+    r"(?:\s*(?:number|code|no\.?|#))?[^\S\n]*(?:is|was|:|=|-)?[^\S\n]*(?:on\s+the\s+back\s+)?(?:is\s+)?[\"']?"
+    r"(?P<value>(?<![\d.,/-])\d{3,4})(?![\d.,/:-]\d|\d|\s*(?:ms|s|sec|seconds|minutes|%|px|gb|mb)\b)")
+_CARD_WORDS = re.compile(r"(?i)card|visa|mastercard|amex|back|expir|cvv|cvc|payment|billing")
+_DRIVER_LICENCE = re.compile(
+    r"(?i:\bdriver'?s?\s+licen[cs]e|\bdriving\s+licen[cs]e|\bDL)(?:\s*(?:number|no\.?|num|id|#))?"
+    r"[^\S\n]*(?:is|was|:|=|#)?[^\S\n]*"
+    r"(?P<value>(?<![A-Za-z0-9])[A-Z]{0,3}\d[A-Z0-9-]{3,20}[A-Z0-9](?![A-Za-z0-9]))")
+_DL_CUE_WORD = re.compile(r"(?i)\bDL\b")
+# a Japanese self-introduction after a name in kanji or katakana ("田中と申します"): ScriptNameRecognizer
+# reads kanji as a name only before another word, and the ingest finds this one with its name gazetteer
+_JA_INTRODUCTION = re.compile(r"(?<![\u4E00-\u9FFF\u30A0-\u30FF])"
+                              r"(?P<value>[\u4E00-\u9FFF]{1,4}(?:[ \u3000][\u4E00-\u9FFF]{1,4})?"
+                              r"|[\u30A0-\u30FF]{2,10}(?:[ \u3000\u30FB][\u30A0-\u30FF]{2,10})?)\s*と申します")
+# a key under which a value of digits only is a secret ("pin=4821"; "token: 1234567890123456" is an id)
+_PIN_KEY = re.compile(r"(?i)(?:pass|pwd|pin|密码|口令)[\w-]*[\"']?\s*[:：=]\s*[\"']?$")
+# a room, floor, suite or unit alone is no address (the pipeline's street_address pattern masks them too)
+_ROOM_ONLY = re.compile(r"(?i)(?:suite|apt\.?|apartment|unit|floor|room)\s+#?[0-9A-Z]{1,6}")
+
+
+def _own_checks(text: str) -> list[Hit]:
+    found = []
+    lowered = text.lower()
+    if any(cue in lowered for cue in ("cvv", "cvc", "csc", "security code", "verification")):
+        for m in _CVV.finditer(text):
+            cue = text[m.start():m.start("value")].lower()
+            if "security code" in cue and "card" not in cue and \
+                    not _CARD_WORDS.search(text, max(0, m.start() - 80), m.end() + 40):
+                continue  # "your security code is 4821": a login code, unless a card is near
+            found.append(Hit("card", m.group("value"), m.start("value")))
+    if "licen" in lowered or "dl" in lowered:
+        for m in _DRIVER_LICENCE.finditer(text):
+            value = m.group("value")
+            cue = text[m.start():m.start("value")]
+            if sum(c.isdigit() for c in value) < 5:
+                continue
+            if _DL_CUE_WORD.match(cue) and not re.search(r"(?i)number|no\.?|num|id|#", cue):
+                continue  # "DL 2024-05-01": a download, a date; "DL# F255..." is a licence
+            found.append(Hit("national_id", value, m.start("value")))
+    if "と申します" in text:
+        found += [Hit("name", m.group("value"), m.start("value")) for m in _JA_INTRODUCTION.finditer(text)
+                  if _MASK_BREAK not in text[max(0, m.start() - 1):m.end()]]
+    return found
+
+
+# -- values split over array elements or sibling fields ---------------------------------------------
+
+_SPLIT_HINT = re.compile(
+    r"(?i)\\?[\"'][^\"'\\\n]{0,40}(?:phone|mobile|tel|fax|cell|card|iban|ssn|mail|account|contact|msisdn|pan)"
+    r"[^\"'\\\n]{0,40}\\?[\"']\s*:")
+_SPLIT_KINDS = frozenset({"card", "iban", "phone", "email"})
+# the parts a number is split into: digit groups (an IBAN's letters too), never a date ("20250305")
+_SPLIT_NUMBERS = {"card": re.compile(r"\s*\d[\d -]*\d\s*"), "phone": re.compile(r"\s*[+(]?\d[\d ().-]*\d\s*"),
+                  "iban": re.compile(r"\s*[A-Z0-9][A-Z0-9 ]*[A-Z0-9]\s*")}
+
+
+def _split_hits(text: str) -> list[Hit]:
+    """Values split over the elements of a JSON array or sibling fields
+    (``{"card": ["4111 1111", "1111 1111"]}``), as the ingest reads them:
+    2 to 8 sibling scalars, two holding digits or an ``@``, under a key
+    that names a phone, card, IBAN, e-mail, account ...; the siblings are
+    read joined with spaces, and a value found across two of them is a hit
+    (``value`` is the joined value, ``start`` 0).  ``text`` is a JSON
+    document (JSON inside its strings is read too); other text has none."""
+    if not _SPLIT_HINT.search(text):
+        return []
+    from cirrus.ingest.deid.deidentify import embedded_json
+
+    data = embedded_json(text)
+    if data is None:
+        return []
+    found: list[Hit] = []
+    stack: list[tuple[Any, str | None, int]] = [(data, None, 0)]
+    while stack:
+        value, key, depth = stack.pop()
+        if isinstance(value, dict):
+            children = [(str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(None, v) for v in value]
+        else:
+            if isinstance(value, str) and depth < 4 and _SPLIT_HINT.search(value):
+                inner = embedded_json(value)
+                if inner is not None:
+                    stack.append((inner, key, depth + 1))
+            continue
+        found += _joined(children, key)
+        stack.extend((v, k if k is not None else key, depth) for k, v in children)
+    return found
+
+
+def _joined(children: list[tuple[str | None, Any]], key: str | None) -> list[Hit]:
+    from cirrus.ingest.deid.deidentify import _SPLIT_KEY_WORDS
+    from cirrus.ingest.deid.keys import key_words
+
+    pieces = [str(v) for _, v in children
+              if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()]
+    if not 2 <= len(pieces) <= 8 or sum(len(p) for p in pieces) > 200:
+        return []
+    if sum(1 for p in pieces if sum(c.isdigit() for c in p) >= 2 or "@" in p) < 2:
+        return []
+    named = {word for k in (key, *(k for k, _ in children)) if k for word in key_words(k)}
+    if not named & _SPLIT_KEY_WORDS:
+        return []
+    text, bounds = "", []
+    for piece in pieces:
+        start = len(text) + (1 if text else 0)
+        text = f"{text} {piece}" if text else piece
+        bounds.append((start, start + len(piece)))
+    prepared = text.replace("*", _MASK_BREAK)  # the pieces are JSON values already: no escapes to undo
+    found = []
+    for hit in _scan_prepared(prepared):
+        end = hit.start + len(hit.value)
+        parts = [text[s:e] for s, e in bounds if s < end and hit.start < e]
+        if (hit.kind in _SPLIT_KINDS and len(parts) >= 2
+                and _MASK_BREAK not in prepared[max(0, hit.start - 1):end + 1]  # a masked part's rest is no value
+                and (hit.kind not in _SPLIT_NUMBERS or not any(
+                    _SPLIT_NUMBERS[hit.kind].fullmatch(p) is None or _DATE.fullmatch(p.strip()) for p in parts))):
+            found.append(replace(hit, start=0))
+    return found
+
+
 def scan_text(text: str) -> list[Hit]:
     """The personal values and secrets in ``text``, in order of position.
     Values masked with ``*`` are never found; where two findings overlap
-    the more specific one (key, secret, e-mail, card, IP, phone) is kept.
-    ``start`` is an offset in ``text`` after JSON escapes are undone."""
-    return _scan_prepared(_prepare(text))
+    the more specific one (key, secret, e-mail, card, identifier, IP,
+    phone) is kept.  ``start`` is an offset in ``text`` after JSON escapes
+    are undone.  A JSON document's values split over array elements or
+    sibling fields are found too (:func:`_split_hits`)."""
+    return _scan_prepared(_prepare(text)) + _split_hits(text)
 
 
 def _scan_prepared(text: str) -> list[Hit]:
+    """The hits of a prepared text, read as the ingest reads it: in its
+    normalised view (:func:`cirrus.ingest.deid.normalize.normalised_view`:
+    full-width forms folded, zero-width characters dropped, ``%XX`` and
+    HTML references decoded), each hit mapped back onto the original
+    characters (its ``value`` is the value as read); then what the text as
+    written holds besides."""
+    from cirrus.ingest.deid.normalize import normalised_view
+
+    view = normalised_view(text)
+    if view is None:
+        return _resolved(_candidates(text))
+    kept = []
+    for hit in _resolved(_candidates(view.text.replace("*", _MASK_BREAK))):
+        start, _ = view.original(hit.start, hit.start + len(hit.value))
+        kept.append(replace(hit, start=start))
+    taken = [(h.start, h.start + len(h.value)) for h in kept]
+    kept += [h for h in _resolved(_candidates(text))
+             if not any(h.start < e and s < h.start + len(h.value) for s, e in taken)]
+    return sorted(kept, key=lambda h: h.start)
+
+
+def _candidates(text: str) -> list[Hit]:
+    """Every finding in a prepared text, in order of preference."""
     candidates: list[Hit] = []
     if any(marker in text for marker in _KEY_MARKERS):
         candidates += [Hit("key", m.group(), m.start()) for m in _KEY.finditer(text)
@@ -406,12 +746,19 @@ def _scan_prepared(text: str) -> list[Hit]:
     # blocks, "password: ..." cues); a masked value holds a mask break
     candidates += [Hit("secret", text[r.start:r.end], r.start) for r in _secret_recognizer().analyze(text, ["SECRET"])
                    if _MASK_BREAK not in text[r.start:r.end]]
+    candidates += _own_checks(text)
     if "@" in text:
         candidates += _emails(text)
     candidates += _obfuscated_emails(text)
     candidates += _cards(text)
+    candidates += _engine_hits(text)
     candidates += _ips(text)
     candidates += [Hit("phone", value, start) for start, value in _phones(text)]
+    return candidates
+
+
+def _resolved(candidates: list[Hit]) -> list[Hit]:
+    """The candidates that overlap none preferred to them, by position."""
     kept: list[Hit] = []
     taken: list[tuple[int, int]] = []
     for hit in candidates:  # in order of preference
@@ -510,6 +857,32 @@ def _scan_lines(path: Path) -> Iterator[Hit]:
                 end = hit.start + len(hit.value)
                 if done < end <= len(text) - held:
                     yield replace(hit, line=number)
+    yield from _split_lines(path)
+
+
+WHOLE_JSON_LIMIT = 64 << 20  # a .json file up to this size is also read as one document
+
+
+def _split_lines(path: Path) -> Iterator[Hit]:
+    """Values split over array elements or sibling fields
+    (:func:`_split_hits`) in each line of a text file that is a JSON
+    document (JSON Lines); a ``.json`` file written over several lines is
+    read whole, each hit on the line where its first part is."""
+    lines = 0
+    with path.open(encoding="utf-8", errors="replace", newline=None) as handle:
+        while line := handle.readline(LINE_PIECE):
+            lines += 1
+            if not line.endswith("\n") and len(line) == LINE_PIECE:
+                while (rest := handle.readline(LINE_PIECE)) and not rest.endswith("\n"):
+                    pass  # a line longer than any document worth joining: its pieces were scanned
+                continue
+            yield from (replace(hit, line=lines) for hit in _split_hits(line))
+    if lines > 1 and path.suffix.lower() == ".json" and path.stat().st_size <= WHOLE_JSON_LIMIT:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for hit in _split_hits(text):
+            first = json.dumps(hit.value.split()[0])[:-1]  # the opening quote and first group of the first part
+            at = text.find(first)
+            yield replace(hit, line=text.count("\n", 0, at) + 1 if at >= 0 else 1)
 
 
 def _pieces(handle: IO[str], size: int | None = None) -> Iterator[tuple[int, str, int, int]]:

@@ -96,7 +96,7 @@ NOT_FOUND = [
     # reserved and well-known addresses, ranges, netmasks
     "127.0.0.1", "0.0.0.0", "0.0.0.0/0", "255.255.255.0", "::1", "::", "10.0.0.0/8", "172.16.0.0/12", "fd00::/8",
     "203.0.113.10", "198.51.100.7", "192.0.2.1", "2001:db8::/64", "224.0.0.1", "8.8.8.8", "100.100.100.200",
-    "169.254.169.254", "std::string", "mac 00:1a:2b:3c:4d:5e",
+    "169.254.169.254", "std::string", "mac 00:**:**:**:**:5e",  # a MAC is no IPv6 (a real one is a device_id)
     # e-mail documentation domains, key look-alikes, weak "secrets"
     "help@nimbus.example", "admin@example.com", "root@localhost", "sk-learn-tutorial-for-beginners",
     "ASIAPACIFICREGIONXX", "key: your-api-key-here", "password=aaaaaaaaaaaaaaaaaaaa", "token: 1234567890123456",

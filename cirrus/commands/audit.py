@@ -35,7 +35,8 @@ def audit(
              "letter case, digit layout, separators or escapes (loads the de-identification models).")] = None,
 ) -> None:
     """Scan what a workspace holds (not tickets/raw) for e-mail addresses, phone numbers, card numbers,
-    keys, secrets and IP addresses; with --raw, also for every personal value of the raw input.
+    keys, secrets, IP addresses, national and device identifiers, IBANs, dates of birth, addresses and
+    names in non-Latin scripts (also disguised); with --raw, also for every personal value of the raw input.
     Exit 0 when clean, 1 on any hit, 2 on a usage error."""
     from cirrus.audit import AllowList, audit as audit_workspace, is_workspace
 
