@@ -54,9 +54,9 @@ ingest reads them: a card or IBAN split over array elements or fields
 * ``national_id``: what the ingest's country recognizers (Presidio's: UK
   NI number, Spanish DNI/NIE, Italian codice fiscale, Indian PAN, ...; those
   that are mostly digits only next to their context word) and check-digit
-  recognizer (German tax id, French NIR, after their cue) find, and, the
-  audit's own, a US driver's licence number after its cue (``driver's
-  license``, ``DL#``).
+  recognizer (German tax id, French NIR, after their cue) find, and a US
+  driver's licence number after its cue (``driver's license``, ``DL#``;
+  :mod:`cirrus.ingest.deid.cued`).
 * ``birth_date``: a date after a birth cue (``born``, ``DOB``, ``birthday``,
   ``出生``) or under a birth-date field name.
 * ``device_id``: a VIN (check digit or cue), an IMEI after its cue (check
@@ -69,7 +69,7 @@ ingest reads them: a card or IBAN split over array elements or fields
   and ``田中と申します``).  Latin-script names are left out: NER or a name
   list in a de-identified workspace finds pseudonyms, agents and products.
 * also ``card``: a card's security code after its cue (``CVV: 737``, ``the
-  security code on the back is 737``; the audit's own), and ``secret``: a
+  security code on the back is 737``; :mod:`cirrus.ingest.deid.cued`), and ``secret``: a
   value whose field name says it is one (``pin=4821``).
 * ``ip``: IPv4 with valid octets and IPv6.  Private ranges (10/8,
   172.16/12, 192.168/16, fc00::/7) are hits: they describe a customer's
@@ -453,6 +453,7 @@ def _engine() -> _Engine:
     name gazetteer would find the pseudonyms, products and agents' names of
     a de-identified workspace."""
     from cirrus.config import load_pipeline
+    from cirrus.ingest.deid.cued import CuedValueRecognizer
     from cirrus.ingest.deid.engine import build_registry
     from cirrus.ingest.deid.recognizers import ContextRequired, FieldTextRecognizer, ScriptNameRecognizer
 
@@ -460,6 +461,8 @@ def _engine() -> _Engine:
     registry = build_registry(config.model_copy(update={"person_gazetteer": False}))
     chosen = []
     for recognizer in registry.recognizers:
+        if isinstance(recognizer, CuedValueRecognizer):
+            continue  # read by _own_checks, with the kinds the audit names them by
         entities = [e for e in recognizer.supported_entities if e in ENGINE_KINDS]
         if isinstance(recognizer, FieldTextRecognizer):
             entities = [e for e in entities if e in _FIELD_ENTITIES]
@@ -570,53 +573,22 @@ def _engine_chunk(text: str) -> tuple[tuple[str, str, int], ...]:
     return tuple(found)
 
 
-# the audit's own: a card's security code after its cue, a US driver's licence number after its cue
-# (neither is an entity of the ingest: its recognizers find a CVV only by a field's name, "cvv: 123")
-_CVV = re.compile(
-    r"(?i:\b(?:cvv2?|cvc2?|csc)\b|card\s+(?:security|verification)\s+(?:code|value|number)"
-    r"|(?<=[\s,.;:(])security\s+code)"
-    r"(?:\s*(?:number|code|no\.?|#))?[^\S\n]*(?:is|was|:|=|-)?[^\S\n]*(?:on\s+the\s+back\s+)?(?:is\s+)?[\"']?"
-    r"(?P<value>(?<![\d.,/-])\d{3,4})(?![\d.,/:-]\d|\d|\s*(?:ms|s|sec|seconds|minutes|%|px|gb|mb)\b)")
-_CARD_WORDS = re.compile(r"(?i)card|visa|mastercard|amex|back|expir|cvv|cvc|payment|billing")
-_DRIVER_LICENCE = re.compile(
-    r"(?i:\bdriver'?s?\s+licen[cs]e|\bdriving\s+licen[cs]e|\bDL)(?:\s*(?:number|no\.?|num|id|#))?"
-    r"[^\S\n]*(?:is|was|:|=|#)?[^\S\n]*"
-    r"(?P<value>(?<![A-Za-z0-9])[A-Z]{0,3}\d[A-Z0-9-]{3,20}[A-Z0-9](?![A-Za-z0-9]))")
-_DL_CUE_WORD = re.compile(r"(?i)\bDL\b")
-# a Japanese self-introduction after a name in kanji or katakana ("田中と申します"): ScriptNameRecognizer
-# reads kanji as a name only before another word, and the ingest finds this one with its name gazetteer
-_JA_INTRODUCTION = re.compile(r"(?<![\u4E00-\u9FFF\u30A0-\u30FF])"
-                              r"(?P<value>[\u4E00-\u9FFF]{1,4}(?:[ \u3000][\u4E00-\u9FFF]{1,4})?"
-                              r"|[\u30A0-\u30FF]{2,10}(?:[ \u3000\u30FB][\u30A0-\u30FF]{2,10})?)\s*と申します")
 # a key under which a value of digits only is a secret ("pin=4821"; "token: 1234567890123456" is an id)
 _PIN_KEY = re.compile(r"(?i)(?:pass|pwd|pin|密码|口令)[\w-]*[\"']?\s*[:：=]\s*[\"']?$")
 # a room, floor, suite or unit alone is no address (the pipeline's street_address pattern masks them too)
 _ROOM_ONLY = re.compile(r"(?i)(?:suite|apt\.?|apartment|unit|floor|room)\s+#?[0-9A-Z]{1,6}")
 
 
+_CUED_KINDS = {"SECRET": "card", "NATIONAL_ID": "national_id", "PERSON": "name"}
+
+
 def _own_checks(text: str) -> list[Hit]:
-    found = []
-    lowered = text.lower()
-    if any(cue in lowered for cue in ("cvv", "cvc", "csc", "security code", "verification")):
-        for m in _CVV.finditer(text):
-            cue = text[m.start():m.start("value")].lower()
-            if "security code" in cue and "card" not in cue and \
-                    not _CARD_WORDS.search(text, max(0, m.start() - 80), m.end() + 40):
-                continue  # "your security code is 4821": a login code, unless a card is near
-            found.append(Hit("card", m.group("value"), m.start("value")))
-    if "licen" in lowered or "dl" in lowered:
-        for m in _DRIVER_LICENCE.finditer(text):
-            value = m.group("value")
-            cue = text[m.start():m.start("value")]
-            if sum(c.isdigit() for c in value) < 5:
-                continue
-            if _DL_CUE_WORD.match(cue) and not re.search(r"(?i)number|no\.?|num|id|#", cue):
-                continue  # "DL 2024-05-01": a download, a date; "DL# F255..." is a licence
-            found.append(Hit("national_id", value, m.start("value")))
-    if "と申します" in text:
-        found += [Hit("name", m.group("value"), m.start("value")) for m in _JA_INTRODUCTION.finditer(text)
-                  if _MASK_BREAK not in text[max(0, m.start() - 1):m.end()]]
-    return found
+    """The cued values the ingest masks (:func:`cirrus.ingest.deid.cued.cued_values`:
+    a card security code, a US driver's licence, a name before と申します)."""
+    from cirrus.ingest.deid.cued import cued_values
+
+    return [Hit(_CUED_KINDS[value.entity], text[value.start:value.end], value.start) for value in cued_values(text)
+            if _MASK_BREAK not in text[max(0, value.start - 1):value.end + 1]]
 
 
 # -- values split over array elements or sibling fields ---------------------------------------------

@@ -105,8 +105,23 @@ class _SafeYamlSerializer:
         return dump_cassette(data)
 
 
-@functools.cache
+_VCR_LOCK = threading.Lock()
+
+
+def import_vcr() -> None:
+    """Import vcrpy now, in this thread (otherwise on the first cassette loaded)."""
+    _vcr()
+
+
 def _vcr() -> types.SimpleNamespace:
+    """:func:`_load_vcr`, once, whichever thread asks first (the run's
+    estimate reads cassettes on a thread while the walks start)."""
+    with _VCR_LOCK:
+        return _load_vcr()
+
+
+@functools.cache
+def _load_vcr() -> types.SimpleNamespace:
     """vcrpy and httpx, imported on the first cassette loaded: ``import vcr``
     imports ``requests`` and more for its patches (~0.1 s), which a run need
     not wait for before its first model request."""

@@ -200,6 +200,27 @@ class TicketProcessor:
             self._selectors[language] = selector
         return self._selectors[language]
 
+    def prefetch(self, tickets: Iterable[Ticket]) -> None:
+        """De-identification's detection for several tickets at once, ahead
+        of processing each (:meth:`Deidentifier.prefetch`: spaCy reads their
+        texts in one batch); the tickets are prepared as :meth:`__call__`
+        prepares them, so the requests are the same.  Changes no output; a
+        ticket that fails here is left to :meth:`__call__`."""
+        ready: dict[str, list[Ticket]] = {}
+        for ticket in tickets:
+            try:
+                if oversize(ticket, self.config.limits.max_ticket_chars) is not None:
+                    continue
+                language = ticket_language(ticket, ticket.language_given)
+                ready.setdefault(language, []).append(self.denoiser_for(language)(mark_context(ticket)))
+            except Exception:  # noqa: BLE001 -- __call__ meets it again and quarantines the ticket
+                continue
+        for language, prepared in ready.items():
+            try:
+                self.deids.for_language(language).prefetch(prepared)
+            except Exception:  # noqa: BLE001 -- each ticket's own detection runs anyway
+                continue
+
     def __call__(self, ticket: Ticket) -> Processed | Skipped | Quarantined:
         too_large = oversize(ticket, self.config.limits.max_ticket_chars)
         if too_large is not None:
@@ -323,11 +344,28 @@ class LazyProcessor:
         self._processor: TicketProcessor | None = None
 
     def __call__(self, ticket: Ticket) -> Processed | Skipped | Quarantined:
+        return self._loaded()(ticket)
+
+    def _loaded(self) -> TicketProcessor:
         if self._processor is None:
             if self.on_load is not None:
                 self.on_load()
             self._processor = self.factory()
-        return self._processor(ticket)
+        return self._processor
+
+    def prefetch(self, items: Iterable[Ticket | Quarantined], statuses: frozenset[str]) -> None:
+        """:meth:`TicketProcessor.prefetch` for the items ``settle`` will hand
+        to the processor (none: nothing is loaded)."""
+        eligible = [item for item in items if _eligible(item, statuses)]
+        if len(eligible) < 2:
+            return
+        try:
+            processor = self._loaded()
+        except Exception:  # noqa: BLE001 -- the load fails again under settle(), which handles it as ever
+            return
+        prefetch = getattr(processor, "prefetch", None)  # a processor of your own may have none
+        if prefetch is not None:
+            prefetch(eligible)
 
 
 _WORKER: LazyProcessor | None = None
@@ -363,6 +401,7 @@ def _pool_without_sigint(context: Any, jobs: int, factory: ProcessorFactory) -> 
 
 def _settle_chunk(items: list[Ticket | Quarantined], statuses: frozenset[str]) -> list[Outcome]:
     assert _WORKER is not None
+    _WORKER.prefetch(items, statuses)
     return [settle(_WORKER, item, statuses) for item in items]
 
 
@@ -397,8 +436,10 @@ def local_outcomes(items: Iterable[Ticket | Quarantined], factory: ProcessorFact
     wanted = frozenset(statuses)
     if jobs <= 1:
         processor = LazyProcessor(factory, on_load)
-        for item in items:
-            yield settle(processor, item, wanted)
+        for chunk in _chunks(items, chunk_size):
+            processor.prefetch(chunk, wanted)
+            for item in chunk:
+                yield settle(processor, item, wanted)
         return
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     with _pool_without_sigint(context, jobs, factory) as pool:

@@ -14,7 +14,9 @@ results):
    gives each original one replacement everywhere.
 
 Detection results are cached by text: knowledge documents and canned agent
-phrases repeat across tickets and are analysed once per worker.
+phrases repeat across tickets and are analysed once per worker.  A worker
+detects a chunk of tickets at once (:meth:`Deidentifier.prefetch`), so spaCy
+reads their texts in one batch; each ticket then finds its spans in the cache.
 """
 
 from __future__ import annotations
@@ -333,8 +335,10 @@ class Deidentifier:
         docs = self._nlp_engine.nlp[lang].pipe([text for text, _ in views], batch_size=32)
         for i, (text, segments), doc in zip(again, views, docs):
             request = requests[i]
-            found = self._analyze((text, request[1], request[2]), self._nlp_engine._doc_to_nlp_artifact(doc, lang),
-                                  cache=False)
+            artifacts = self._nlp_engine._doc_to_nlp_artifact(doc, lang)
+            if not self._person_candidates((text, request[1], request[2]), artifacts):
+                continue  # no name in the masked view: the whole analysis below would add nothing
+            found = self._analyze((text, request[1], request[2]), artifacts, cache=False)
             named = [(e.start_char, e.end_char) for e in first_docs[i].ents
                      if not any(e.start_char < v.end and v.start < e.end_char for v in out[i])]
             people = [moved for sp in found if sp.entity == "PERSON"
@@ -350,6 +354,23 @@ class Deidentifier:
             self._cache.move_to_end(request)
         return hit
 
+    def _person_candidates(self, request: tuple[str, tuple[str, ...], bool], artifacts: Any) -> bool:
+        """Whether the analysis of ``request`` can keep a PERSON span: the
+        PERSON recognizers alone, each find through the same checks as in
+        :meth:`_analyze`.  Presidio's steps before those checks treat each
+        entity type on its own (duplicates are removed within a type, context
+        raises a result's own score), so the PERSON results of a full analysis
+        are these; when none passes, a full analysis keeps no PERSON span."""
+        if "PERSON" not in self._wanted:
+            return False
+        text, context, _ = request
+        try:
+            results = self.analyzer.analyze(text, language=self.language, entities=["PERSON"],
+                                             nlp_artifacts=artifacts, context=list(context) or None)
+        except ValueError:  # no recognizer for PERSON in this language: the full analysis decides
+            return True
+        return any(sp.entity == "PERSON" for sp in self._checked(text, results, artifacts))
+
     def _analyze(self, request: tuple[str, tuple[str, ...], bool], artifacts: Any, cache: bool = True
                  ) -> tuple[Span, ...]:
         text, context, _ = request
@@ -360,6 +381,22 @@ class Deidentifier:
             nlp_artifacts=artifacts,
             context=list(context) or None,
         )
+        kept = self._checked(text, results, artifacts)
+        references = [sp for sp in kept if sp.entity == "REFERENCE_ID"]
+        if references:  # digits a phone rule found inside a reference code are the code's ("INV-2025-000871")
+            kept = [sp for sp in kept if not (sp.entity == "PHONE_NUMBER" and any(
+                ref.start <= sp.start and sp.end <= ref.end and (ref.start, ref.end) != (sp.start, sp.end)
+                for ref in references))]
+        spans = tuple(resolve_overlaps(kept))
+        if not cache:
+            return spans
+        self._cache[request] = spans
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return spans
+
+    def _checked(self, text: str, results: list[RecognizerResult], artifacts: Any) -> list[Span]:
+        """The results that pass the checks made on each one alone."""
         kept = []
         for r in results:
             if r.entity_type == "PERSON":
@@ -377,18 +414,7 @@ class Deidentifier:
             if r.entity_type == "PHONE_NUMBER" and _GLUED.search(text[max(0, r.start - 1) : r.start] + "|" + text[r.end : r.end + 1]):
                 continue  # digits inside an identifier: gift_card_1647044
             kept.append(Span(r.start, r.end, r.entity_type, r.score))
-        references = [sp for sp in kept if sp.entity == "REFERENCE_ID"]
-        if references:  # digits a phone rule found inside a reference code are the code's ("INV-2025-000871")
-            kept = [sp for sp in kept if not (sp.entity == "PHONE_NUMBER" and any(
-                ref.start <= sp.start and sp.end <= ref.end and (ref.start, ref.end) != (sp.start, sp.end)
-                for ref in references))]
-        spans = tuple(resolve_overlaps(kept))
-        if not cache:
-            return spans
-        self._cache[request] = spans
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return spans
+        return kept
 
     def _clean_person(self, text: str, result: RecognizerResult, artifacts: Any) -> RecognizerResult | None:
         """Trim punctuation NER leaves on names ("Daniel!", "Misty's"), cut
@@ -493,11 +519,32 @@ class Deidentifier:
                 found.setdefault(text[span.start:span.end], span.entity)
         return found
 
-    def _detect_ticket(self, ticket: Ticket) -> tuple[dict[str, str], dict[str, list[Span]], dict[str, str]]:
-        """The ticket's vocabulary (every value found, with its entity), the
-        spans found in each of its texts, and the JSON leaves that are parts
-        of one value split over sibling fields or array elements (a phone's
-        area code and number), each replaced whole wherever it is a leaf."""
+    def prefetch(self, tickets: Iterable[Ticket]) -> None:
+        """Detect what several tickets hold in one batch, ahead of their
+        :meth:`deidentify`: spaCy reads the texts of all of them together
+        (``nlp.pipe`` over the batch costs far less than one call per ticket
+        on short tickets), and what is found waits in the detection cache,
+        where each ticket's own detection finds it.  The same requests give
+        the same spans either way, so the output does not change; a ticket
+        that cannot be read here is left to its own detection."""
+        requests: dict[tuple[str, tuple[str, ...], bool], None] = {}
+        for ticket in tickets:
+            try:
+                slots = self._gather(ticket)[0]
+            except Exception:  # noqa: BLE001 -- deidentify() meets it again and the ticket is quarantined there
+                continue
+            requests.update(slots)
+        todo = [r for r in requests if r not in self._cache]
+        if todo and len(todo) <= self._cache_size // 2:  # all of them stay in the cache until used
+            self.detect_many(todo)
+
+    def _gather(self, ticket: Ticket) -> tuple[dict[tuple[str, tuple[str, ...], bool], None], dict[str, str],
+                                               list[tuple[str, tuple[str, ...], list[tuple[int, int, str]]]],
+                                               dict[str, str], list[tuple[str, int]]]:
+        """What detection reads in ``ticket``: the requests (text, context,
+        NER or not), the values of fields named as personal data, the joins
+        of sibling values, the identifiers (as read) and the seams between
+        messages."""
         slots: dict[tuple[str, tuple[str, ...], bool], None] = {}
         vocabulary: dict[str, str] = {}
         joins: list[tuple[str, tuple[str, ...], list[tuple[int, int, str]]]] = []
@@ -593,7 +640,14 @@ class Deidentifier:
         seams = _seams(ticket.events)
         for glued, _ in seams:
             slots.setdefault((glued, (), False), None)
+        return slots, vocabulary, joins, identifiers, seams
 
+    def _detect_ticket(self, ticket: Ticket) -> tuple[dict[str, str], dict[str, list[Span]], dict[str, str]]:
+        """The ticket's vocabulary (every value found, with its entity), the
+        spans found in each of its texts, and the JSON leaves that are parts
+        of one value split over sibling fields or array elements (a phone's
+        area code and number), each replaced whole wherever it is a leaf."""
+        slots, vocabulary, joins, identifiers, seams = self._gather(ticket)
         requests = list(slots)
         detected = dict(zip(requests, self.detect_many(requests)))
         own_id = ticket.ticket_id

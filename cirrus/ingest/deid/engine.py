@@ -10,6 +10,7 @@ own pattern recognizers.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import spacy
 from presidio_analyzer import AnalyzerEngine, EntityRecognizer, Pattern, PatternRecognizer, RecognizerRegistry
@@ -25,6 +26,7 @@ from presidio_analyzer.predefined_recognizers import (
 
 from cirrus.config import DeidConfig, LanguageDeidConfig, PatternRecognizerConfig
 from cirrus.ingest.deid.addresses import AddressRecognizer
+from cirrus.ingest.deid.cued import CuedValueRecognizer
 from cirrus.ingest.deid.gazetteer import PersonGazetteerRecognizer
 from cirrus.ingest.deid.recognizers import (
     CheckDigitRecognizer,
@@ -58,6 +60,35 @@ def _pattern_recognizer(spec: PatternRecognizerConfig, language: str) -> Pattern
     )
 
 
+class _Registry(RecognizerRegistry):
+    """Presidio's registry with :meth:`get_recognizers` remembered per
+    (language, entities): Presidio filters the whole list again on every
+    ``analyze`` call, once per text.  Adding or removing a recognizer
+    forgets what was remembered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._chosen: dict[tuple[Any, ...], list[EntityRecognizer]] = {}
+
+    def get_recognizers(self, language: str, entities: list[str] | None = None, all_fields: bool = False,
+                        ad_hoc_recognizers: list[EntityRecognizer] | None = None) -> list[EntityRecognizer]:
+        if ad_hoc_recognizers:
+            return super().get_recognizers(language, entities, all_fields, ad_hoc_recognizers)
+        key = (language, tuple(entities) if entities else None, all_fields)
+        chosen = self._chosen.get(key)
+        if chosen is None:
+            chosen = self._chosen[key] = super().get_recognizers(language, entities, all_fields)
+        return list(chosen)
+
+    def add_recognizer(self, recognizer: EntityRecognizer) -> None:
+        self._chosen = {}
+        super().add_recognizer(recognizer)
+
+    def remove_recognizer(self, *args: Any, **kwargs: Any) -> None:
+        self._chosen = {}
+        super().remove_recognizer(*args, **kwargs)
+
+
 def build_registry(config: DeidConfig, language: str | None = None,
                    extra: LanguageDeidConfig | None = None) -> RecognizerRegistry:
     """The recognizers for ``language`` (the base one by default).  Another
@@ -70,7 +101,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
     lang = language or config.language
     base = lang == config.language
     wanted = set(config.entities)
-    registry = RecognizerRegistry(supported_languages=[lang])
+    registry = _Registry(supported_languages=[lang])
     english = [SpacyRecognizer(supported_language=lang, supported_entities=["PERSON"]),
                EmailRecognizer(supported_language=lang)] if base else []
     builtin = [
@@ -89,6 +120,7 @@ def build_registry(config: DeidConfig, language: str | None = None,
         CheckDigitRecognizer(supported_language=lang),
         AddressRecognizer(supported_language=lang),
         ScriptNameRecognizer(supported_language=lang),
+        CuedValueRecognizer(supported_language=lang),  # CVV, US driver's licence, 田中と申します (cued.py)
         *country_recognizers(lang),
     ]
     if not base and (extra is None or extra.builtin_recognizers):

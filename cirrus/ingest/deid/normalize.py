@@ -146,9 +146,17 @@ def _query_values(text: str) -> set[int]:
         group = 1 if match.group(1) is not None else 2
         query, offset = match.group(group), match.start(group)
         for pair in _QUERY_VALUE.finditer(query):
-            if "@" not in pair.group(1):  # "jane+tag@x.org": an address whose + is its own
-                found.update(range(offset + pair.start(1), offset + pair.end(1)))
+            value = pair.group(1)
+            if "@" in value:  # "jane+tag@x.org": an address whose + is its own
+                continue
+            if any(_TOKEN_PIECE.fullmatch(piece) for piece in value.split("+")):
+                continue  # a key or signature in base64 ("key=Qm3vT8kP...A3+ASbG7kQ2m="): its + is its own
+            found.update(range(offset + pair.start(1), offset + pair.end(1)))
     return found
+
+
+# a piece of a query value that is a token, not a word: 8 characters or more mixing letters and digits
+_TOKEN_PIECE = re.compile(r"(?=[A-Za-z0-9/=]*[0-9])(?=[A-Za-z0-9/=]*[A-Za-z])[A-Za-z0-9/=]{8,}")
 
 
 class NormalisedView:

@@ -26,6 +26,48 @@ class ValidatedPhoneRecognizer(PhoneRecognizer):
 
     SCORE = 0.6
 
+    def analyze(self, text: str, entities: list[str], nlp_artifacts=None) -> list[RecognizerResult]:
+        # the cheap pre-check: phonenumbers' matcher (15 regions, one pass each) is the costliest
+        # recognizer, and a text with fewer digits than the shortest valid number of any region
+        # cannot hold one (see min_phone_digits)
+        # (Leniency.VALID and stricter validate the number; POSSIBLE does not)
+        if self.leniency != 0 and _fewer_digits_than(text, min_phone_digits()):
+            return []
+        return super().analyze(text, entities, nlp_artifacts)
+
+
+@functools.lru_cache(maxsize=1)
+def min_phone_digits() -> int:
+    """The fewest digits a phone number ``phonenumbers`` validates can have,
+    whatever its region: the shortest possible national number of any
+    region or non-geographic code (Saint Helena's 4 with phonenumbers 8.x).
+    The matcher's candidates are digits and punctuation only (no vanity
+    letters), and a valid number's national number has a length its
+    region's metadata lists, so a text with fewer digits (Unicode ``\\d``,
+    as the matcher reads them) holds no valid number.  Falls back to
+    phonenumbers' absolute minimum, 2, where a region lists no lengths."""
+    import phonenumbers
+    from phonenumbers import PhoneMetadata
+
+    every = [*(PhoneMetadata.metadata_for_region(region) for region in phonenumbers.SUPPORTED_REGIONS),
+             *(PhoneMetadata.metadata_for_nongeo_region(code) for code in phonenumbers.COUNTRY_CODES_FOR_NON_GEO_REGIONS)]
+    shortest = []
+    for metadata in every:
+        possible = metadata.general_desc.possible_length if metadata is not None and metadata.general_desc else None
+        if not possible or min(possible) < 2:
+            return 2
+        shortest.append(min(possible))
+    return min(shortest, default=2)
+
+
+@functools.lru_cache(maxsize=8)
+def _at_least_digits(count: int) -> re.Pattern[str]:
+    return re.compile(r"\d" + r"\D*\d" * (count - 1) if count > 1 else r"\d")
+
+
+def _fewer_digits_than(text: str, count: int) -> bool:
+    return _at_least_digits(count).search(text) is None
+
 
 class LuhnCardRecognizer(PatternRecognizer):
     """Card numbers of 12 to 19 digits (Maestro, 19-digit Visa) that pass the
@@ -668,6 +710,13 @@ class ContextRequired(LocalRecognizer):
 
     def analyze(self, text: str, entities: list[str], nlp_artifacts: object = None) -> list[RecognizerResult]:
         words = [w.lower() for w in self.inner.context or ()]
+        if all(word.isascii() for word in words):
+            # the cheap pre-check: a find counts only with a context word in its window, a slice of
+            # the text, so a text without any of them anywhere keeps nothing (lower-casing is per
+            # character for the ASCII letters of the words)
+            lowered = text.lower()
+            if not any(word in lowered for word in words):
+                return []
         kept = []
         for result in self.inner.analyze(text, entities, nlp_artifacts):
             window = text[max(0, result.start - self.WINDOW):result.end + 16].lower()
