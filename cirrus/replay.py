@@ -34,10 +34,13 @@ from urllib.parse import unquote
 import types
 from typing import TYPE_CHECKING
 
+# imported now, not with vcrpy: the OpenAI SDK looks up ``sys.modules["httpx"]`` on every request, and
+# an import of httpx on another thread (the run's estimate reading cassettes) while requests are in
+# flight would show it a half-initialised module
+import httpx
 import yaml
 
 if TYPE_CHECKING:
-    import httpx
     from vcr.cassette import Cassette
     from vcr.request import Request
 
@@ -108,11 +111,6 @@ class _SafeYamlSerializer:
 _VCR_LOCK = threading.Lock()
 
 
-def import_vcr() -> None:
-    """Import vcrpy now, in this thread (otherwise on the first cassette loaded)."""
-    _vcr()
-
-
 def _vcr() -> types.SimpleNamespace:
     """:func:`_load_vcr`, once, whichever thread asks first (the run's
     estimate reads cassettes on a thread while the walks start)."""
@@ -125,7 +123,6 @@ def _load_vcr() -> types.SimpleNamespace:
     """vcrpy and httpx, imported on the first cassette loaded: ``import vcr``
     imports ``requests`` and more for its patches (~0.1 s), which a run need
     not wait for before its first model request."""
-    import httpx
     from vcr.cassette import Cassette
     from vcr.errors import CannotOverwriteExistingCassetteException
     from vcr.matchers import method, uri
