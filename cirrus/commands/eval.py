@@ -225,8 +225,8 @@ def eval_(
             starts without waiting for it either (it is shown when ready)."""
             checking = asyncio.ensure_future(check_endpoints(roles.clients, warn))
             await asyncio.sleep(0)  # the check's requests start first
-            # (what the count and the walks both import lazily, vcrpy and tiktoken, is imported under a
-            # lock: two threads importing httpx at once can meet it half initialised)
+            # (vcrpy and tiktoken, which the count and the walks both load lazily, load under a lock; httpx,
+            # which the SDK looks up per request, is imported before: cirrus/replay.py)
             counted = asyncio.ensure_future(asyncio.to_thread(count))
             counted.add_done_callback(show_estimate)
             counting.append(counted)

@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from openai import APIConnectionError, APIStatusError, AsyncOpenAI, AuthenticationError, PermissionDeniedError
-from openai._httpx2 import http_response_types
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 from tenacity import RetryCallState, wait_exponential_jitter
@@ -406,9 +405,6 @@ class ChatClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-_HTTP_RESPONSE = http_response_types()[0]
 
 
 def _completion_data(response: Any) -> Any:

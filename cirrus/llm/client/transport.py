@@ -18,8 +18,9 @@ timeout; the original aiohttp error stays the cause.
 
 from __future__ import annotations
 
-import os
 import json
+import os
+import sys
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -31,7 +32,8 @@ from openai._httpx2 import http_response_types  # the SDK's httpx fork (httpx2) 
 TRANSPORT_ENV = "CIRRUS_HTTP_TRANSPORT"
 TRANSPORTS = ("aiohttp", "httpx")
 
-_httpx = __import__(http_response_types()[0].__module__.split(".")[0])  # httpx2, as the SDK names it
+_RESPONSE = http_response_types()[0]  # the SDK's response class (httpx2's)
+_httpx = sys.modules[_RESPONSE.__module__.split(".")[0]]  # httpx2, as the SDK imports it
 
 
 def http_transport() -> str:
@@ -58,20 +60,21 @@ _KINDS: tuple[tuple[type[BaseException], type[Exception]], ...] = (
 )
 
 
+def _named(cause: BaseException) -> type[Exception] | None:
+    """The httpx2 error an aiohttp error really is (None: not one of :data:`_KINDS`)."""
+    return next((named for kind, named in _KINDS if isinstance(cause, kind)), None)
+
+
 def renamed(error: Exception) -> Exception:
     """``error`` (an httpx2 error the SDK's aiohttp transport raised) as the
     httpx2 error its aiohttp cause really is; unchanged when it is right."""
     cause = error.__cause__
-    if not isinstance(cause, aiohttp.ClientError):
+    named = _named(cause) if isinstance(cause, aiohttp.ClientError) else None
+    if named is None or type(error) is named:
         return error
-    for kind, named in _KINDS:
-        if isinstance(cause, kind):
-            if type(error) is named:
-                return error
-            better = named(str(error))
-            better.__cause__ = cause
-            return better
-    return error
+    better = named(str(error))
+    better.__cause__ = cause
+    return better
 
 
 class _Body(_httpx.AsyncByteStream):  # type: ignore[misc,name-defined]
@@ -211,12 +214,7 @@ class ChatPoster:
         error, raised from the httpx error the aiohttp one is (its cause)."""
         from openai import APIConnectionError, APITimeoutError
 
-        named: type[Exception] = _httpx.ReadError
-        for kind, candidate in _KINDS:
-            if isinstance(exc, kind):
-                named = candidate
-                break
-        error = named(str(exc))
+        error = (_named(exc) or _httpx.ReadError)(str(exc))
         error.__cause__ = exc
         sdk_error = (APITimeoutError(request=self._request) if isinstance(error, _httpx.TimeoutException)
                      else APIConnectionError(request=self._request))
@@ -247,5 +245,3 @@ def _proxied() -> bool:
 
     return bool(urllib.request.getproxies())
 
-
-_RESPONSE = http_response_types()[0]
