@@ -168,6 +168,36 @@ def list_schedule(chains: list[int], concurrency: int, delay: float) -> float:
     return end
 
 
+def best_packing(chains: list[int], concurrency: int, delay: float) -> float:
+    """Wall time of the best packing of the attempts onto ``concurrency``
+    slots that first-fit decreasing finds (MULTIFIT: the smallest slot length
+    into which it fits them all), knowing each attempt's number of calls in
+    advance, which no scheduler has: the agent decides its tool calls.  The
+    reference for the load-bound regime under ``--concurrency`` as the
+    contract defines it (attempts in flight, not calls)."""
+    ordered = sorted(chains, reverse=True)
+
+    def slots_needed(length: int) -> int:
+        slots: list[int] = []
+        for calls in ordered:
+            for i, used in enumerate(slots):
+                if used + calls <= length:
+                    slots[i] += calls
+                    break
+            else:
+                slots.append(calls)
+        return len(slots)
+
+    low, high = max(ordered[0], -(-sum(ordered) // max(1, concurrency))), sum(ordered)
+    while low < high:
+        middle = (low + high) // 2
+        if slots_needed(middle) <= concurrency:
+            high = middle
+        else:
+            low = middle + 1
+    return low * delay
+
+
 def run_once(args: argparse.Namespace, base_url: str, concurrency: int, profile: str | None = None,
              profile_out: Path | None = None, order: str = "file", transport: str = "aiohttp") -> dict[str, Any]:
     workspace: Path = args.workspace if order == "file" else longest_first_workspace(args.workspace)
@@ -240,6 +270,7 @@ def run_once(args: argparse.Namespace, base_url: str, concurrency: int, profile:
         # pairs in file order), and longest chain first
         "zero_overhead_schedule_s": round(list_schedule(in_order, concurrency, delay), 3),
         "zero_overhead_longest_first_s": round(list_schedule(by_length, concurrency, delay), 3),
+        "best_packing_with_foresight_s": round(best_packing(in_order, concurrency, delay), 3),
         "server_span_s": round(stats["last"] - stats["first"] + delay, 3) if stats["first"] is not None else None,
         "efficiency": round(ideal / wall, 4), "efficiency_session": round(ideal / session, 4),
         "ratio_wall_to_ideal": round(wall / ideal, 4), "order": order, "transport": transport,

@@ -53,6 +53,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep a module whose tests share a module-scoped fixture on one xdist
+    worker (``--dist loadgroup``: an ``xdist_group`` named after the module),
+    so that the fixture -- often an ingest or an evaluation -- is built once,
+    not once on each worker.  A test that names its own group keeps it.
+    Groups go out before single tests (xdist orders work units by size), so a
+    large module starts early instead of running alone at the end."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if any(chain and chain[-1].scope == "module" for chain in definitions):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("shared_data"):
         for path in mark.args:
@@ -183,6 +200,23 @@ def sample_runs(tmp_path_factory, sample_ingest) -> Path:
     before = workspace_snapshot(workspace)
     yield workspace
     _unchanged(workspace, before, "sample_runs")
+
+
+@pytest.fixture(scope="session")
+def tau_bench_ingest(tmp_path_factory, pipeline_config) -> tuple[Path, dict]:
+    """The tau-bench airline transcripts (../shared/data) ingested with two
+    worker processes: the workspace (read only) and its manifest.  Tests
+    that use it share the ``tau-bench`` xdist group, so it is built once."""
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    if not TAU_BENCH.exists():
+        skip_or_fail(shared_missing_reason(TAU_BENCH))
+    workspace = tmp_path_factory.mktemp("tau-bench") / "ws"
+    manifest = run_ingest(IngestOptions(raw_path=TAU_BENCH, workspace=workspace, pipeline=pipeline_config, jobs=2,
+                                        progress=False)).manifest
+    before = workspace_snapshot(workspace)
+    yield workspace, manifest
+    _unchanged(workspace, before, "tau_bench_ingest")
 
 
 @pytest.fixture

@@ -254,10 +254,9 @@ def test_oracle_scores_one_and_retrieval_runs_on_the_sample_workspace(sample_wor
 
 
 @needs_shared(TAU_BENCH)
-def test_oracle_scores_one_on_tau_bench(tmp_path, pipeline_config):
-    from cirrus.ingest.run import IngestOptions, run_ingest
-
-    run_ingest(IngestOptions(raw_path=TAU_BENCH, workspace=tmp_path, pipeline=pipeline_config, jobs=2, progress=False))
+@pytest.mark.xdist_group("tau-bench")  # shares the tau-bench ingest with test_ingest_e2e
+def test_oracle_scores_one_on_tau_bench(tmp_path, tau_bench_ingest):
+    tmp_path = copy_workspace(tau_bench_ingest[0], tmp_path / "ws")
     summary = asyncio.run(run_eval(_settings(tmp_path, run_id="tau-oracle", concurrency=16), OracleAgent(),
                                    LocalCoverageJudge(), LocalFluencyChecker()))
     assert summary["n_tasks"] == 84 and summary["atpr"] == 1.0 and summary["errors"] == 0

@@ -217,15 +217,22 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             spending.merge(ledger)
             committed += 1
             left["attempts"] -= 1
+            if started_attempts == len(todo) and left["attempts"] <= tail:
+                store.warm_up()  # the last few attempts: the loop has CPU to spare for the end's imports
             bar.update(1)
             bar.set_postfix(**(on_commit(row) if on_commit else {}), **endpoint_load(), refresh=False)
 
         queue: Iterator[tuple[TaskRef, int]] = iter(todo)
+        # once every attempt has started and at most `tail` are left, the end of the run is near
+        tail = max(1, schedule.concurrency // 8)
+        started_attempts = 0
 
         async def worker() -> None:
+            nonlocal started_attempts
             for ref, attempt in queue:
                 if budget is not None and budget.spent(spending) >= budget.max_cost:
                     return  # the budget is spent: start nothing more (the others finish what they hold)
+                started_attempts += 1
                 await one(ref, attempt)
 
         started = time.perf_counter()

