@@ -132,6 +132,20 @@ def task_rows(workspace: Path, run_id: str) -> list[dict]:
 # -- (a) killed and resumed ------------------------------------------------------------
 
 N_TASKS, RUNS, CONCURRENCY = 12, 2, 4
+KILL_EXTRA = ("--runs", str(RUNS), "--pass-k", "2", "--concurrency", str(CONCURRENCY))
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory) -> tuple[Path, int]:
+    """An uninterrupted run of the same command, for the expected scores (own
+    workspace, run id and cache), and how many agent calls it made.  The
+    server's rule is deterministic, so one clean run serves every kill point
+    (the delay only paces the killed runs, below)."""
+    with ChatServer(rule=rule, delay=0.01) as server:
+        clean_ws = make_workspace(tmp_path_factory.mktemp("faults-clean") / "clean", N_TASKS)
+        clean = run_eval(clean_ws, server, "clean", *KILL_EXTRA)
+        assert clean.returncode == 0, clean.stderr
+        return clean_ws, agent_requests(server)
 
 
 # at the start, early, near the end.  The attempts are alike, so the workers
@@ -140,17 +154,12 @@ N_TASKS, RUNS, CONCURRENCY = 12, 2, 4
 # for the kill to land before: a count inside the last burst could see the
 # run finish before the signal arrives
 @pytest.mark.parametrize("kill_after", [1, 3, N_TASKS * RUNS - CONCURRENCY - 1])
-def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after):
+def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after, clean_run):
     workspace = make_workspace(tmp_path / "ws", N_TASKS)
     pairs = {(f"T{i:02d}", a) for i in range(N_TASKS) for a in range(RUNS)}
-    extra = ("--runs", str(RUNS), "--pass-k", "2", "--concurrency", str(CONCURRENCY))
+    extra = KILL_EXTRA
+    clean_ws, clean_agent_calls = clean_run
     with ChatServer(rule=rule, delay=0.05) as server:
-        # an uninterrupted run, for the expected scores (own run id, own cache)
-        clean_ws = make_workspace(tmp_path / "clean", N_TASKS)
-        clean = run_eval(clean_ws, server, "clean", *extra)
-        assert clean.returncode == 0, clean.stderr
-        clean_agent_calls = agent_requests(server)
-
         # the same run, killed once `kill_after` attempts are committed
         before = len(server.requests)
         attempts_file = report(workspace, "r") / "attempts.jsonl"
@@ -171,13 +180,13 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after):
         rows_at_kill, _ = jsonl(attempts_file)
         assert kill_after <= len(rows_at_kill) < len(pairs)
         assert not (report(workspace, "r") / "summary.json").exists()
-        killed_agent_calls = agent_requests(server) - clean_agent_calls
+        killed_agent_calls = agent_requests(server)
 
         # the same command again, to the end
         calls_before_resume = len(server.requests)
         resumed = run_eval(workspace, server, "r", *extra)
         assert resumed.returncode == 0, resumed.stderr
-        resumed_agent_calls = agent_requests(server) - clean_agent_calls - killed_agent_calls
+        resumed_agent_calls = agent_requests(server) - killed_agent_calls
         assert len(server.requests) > calls_before_resume > before
 
     out = report(workspace, "r")

@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests._ingest_speed_subset import SMALL, SampleSubset, sample_subset
 from tests.chat_server import ChatServer
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 from tests.scripted_models import between
@@ -294,15 +295,24 @@ def _committed_view(workspace: Path) -> dict[str, bytes]:
     return view
 
 
+@pytest.fixture(scope="module")
+def subset(tmp_path_factory, pipeline_config) -> SampleSubset:
+    """Part of the sample input (tests/_ingest_speed_subset.py: 8 tickets, 7
+    with cassettes, and 3 knowledge documents) and what `cirrus ingest` writes
+    for it: each ingest below is killed at the end of its run and run again,
+    and reading fewer tickets makes both runs shorter."""
+    return sample_subset(tmp_path_factory, pipeline_config, SMALL)
+
+
 # "tasks.jsonl": every cassette written, tasks.jsonl still a temporary file;
 # "manifest.json": tasks.jsonl in place, stale cassettes not removed, no manifest yet
 @pytest.mark.parametrize("point", ["tasks.jsonl", "manifest.json"])
-def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, ingested, point):
-    expected = workspace_snapshot(ingested)
+def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, subset, point):
+    expected = subset.uninterrupted
     workspace = tmp_path / "ws"
     crash = _crash(workspace, "replace", point)
-    killed = subprocess.run(_cli(*_ingest_args(workspace), crash=crash), env=_env(crash), cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
+    killed = subprocess.run(_cli(*_ingest_args(workspace, subset.raw, subset.kb), crash=crash), env=_env(crash),
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert any(Path(p).name.startswith(f".{point}.") for p in _temps(workspace))
     assert not (workspace / "tickets" / "manifest.json").exists()
@@ -313,7 +323,8 @@ def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, 
         assert view["tickets/tasks.jsonl"] == expected["tickets/tasks.jsonl"]
         assert all(view[name] == expected[name] for name in view if name.startswith("tool_mocks/"))
 
-    rerun = subprocess.run(_cli(*_ingest_args(workspace)), cwd=REPO, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(_cli(*_ingest_args(workspace, subset.raw, subset.kb)), cwd=REPO, capture_output=True,
+                           text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     assert _temps(workspace) == []
     assert workspace_snapshot(workspace) == expected
@@ -335,7 +346,16 @@ def _raw(path: Path, variant: str, n: int = 6) -> Path:
     return path
 
 
-def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path):
+def _ingest_here(raw: Path, workspace: Path, pipeline_config) -> None:
+    """What `cirrus ingest raw -w workspace -j 1 -q` (``_ingest_args(workspace,
+    raw, None)``) writes, ingested in this process: no child process to start
+    where no kill is involved."""
+    from cirrus.ingest.run import IngestOptions, run_ingest
+
+    run_ingest(IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, jobs=1, progress=False))
+
+
+def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path, pipeline_config):
     """Ingest A, then ingest B (same ticket ids, other tool calls) into the same
     workspace and kill it after two cassettes.  Cassettes are rewritten in
     place, so A's tasks now meet some of B's recordings, which would replay as
@@ -343,9 +363,7 @@ def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path
     workspace (naming the interrupted ingest) until an ingest runs to the end,
     and then see B whole."""
     workspace = tmp_path / "ws"
-    first = subprocess.run(_cli(*_ingest_args(workspace, _raw(tmp_path / "a" / "t.jsonl", "A"), None)), cwd=REPO,
-                           capture_output=True, text=True, timeout=300)
-    assert first.returncode == 0, first.stderr
+    _ingest_here(_raw(tmp_path / "a" / "t.jsonl", "A"), workspace, pipeline_config)
     before = _committed_view(workspace)
     assert len([k for k in before if k.startswith("tool_mocks/")]) == 6
 
@@ -366,7 +384,7 @@ def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path
                            timeout=300)
     assert rerun.returncode == 0, rerun.stderr
     fresh = tmp_path / "fresh"
-    subprocess.run(_cli(*_ingest_args(fresh, raw_b, None)), cwd=REPO, capture_output=True, check=True, timeout=300)
+    _ingest_here(raw_b, fresh, pipeline_config)
     assert _committed_view(workspace) == _committed_view(fresh)
     done = subprocess.run(evaluate, cwd=workspace, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

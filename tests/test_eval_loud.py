@@ -1,5 +1,12 @@
-"""`cirrus eval` fails loudly and can be interrupted (issue #6), run as the
-real command (a child process) against tests/chat_server.py:
+"""`cirrus eval` fails loudly and can be interrupted (issue #6), against
+tests/chat_server.py.  Where the test is about a process -- Ctrl-C, its exit
+status 130 and the resume command it prints, a mistyped model's exit status 1
+and stderr -- it runs as the real command (a child process); where it is
+about what the command prints and writes (the resumed run among them), in
+this process (:func:`run_here`: typer's CliRunner on the same ``app`` that
+``python -m cirrus.cli`` runs, exit status, stdout and stderr apart, an
+exception it lets out shown as the traceback a child process would print),
+which saves the ~1 s of imports a child process pays first:
 
 * before the first attempt every distinct model endpoint gets one tiny
   request; a mistyped model (404), a refused key or a port where nothing
@@ -26,6 +33,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -84,6 +92,29 @@ def env() -> dict[str, str]:
 def run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     # from the workspace, so that no cirrus.toml of the current directory applies
     return subprocess.run(args, env=env(), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def run_here(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``args`` (a :func:`command`) run in this process by typer's CliRunner,
+    as :func:`run` runs it in a child process: from ``cwd`` (so that no
+    cirrus.toml of the current directory applies), with :func:`env`'s key
+    and width; its exit status and stdout and stderr apart, an exception the
+    command let out appended to stderr as the traceback Python would print."""
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    assert args[:3] == [sys.executable, "-m", "cirrus.cli"], args
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, args[3:], env={KEY_ENV: KEY, "COLUMNS": "250"})
+    finally:
+        os.chdir(before)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
 
 
 def _interruptible() -> None:
@@ -157,7 +188,7 @@ def test_nothing_listening_stops_the_run_in_seconds(tmp_path):
     workspace = workspace_of(tmp_path, ["T-a", "T-b"])
     url = f"http://127.0.0.1:{closed_port()}/v1"
     started = time.monotonic()
-    done = run(command(workspace, url, "--model", "agent", "-q"), workspace)
+    done = run_here(command(workspace, url, "--model", "agent", "-q"), workspace)
     elapsed = time.monotonic() - started
     output = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 1, output
@@ -200,8 +231,8 @@ def test_a_malformed_answer_to_the_check_counts_as_ready(tmp_path):
         return Reply(body=b"<html>hello</html>") if is_probe(body) else serving(body)
 
     with ChatServer(rule=rule) as server:
-        done = run(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
-                           "--fluency-model", "fluency", "--run-id", "ok", "-q"), workspace)
+        done = run_here(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
+                                "--fluency-model", "fluency", "--run-id", "ok", "-q"), workspace)
         probes = [body for body in server.requests if is_probe(body)]
     assert done.returncode == 0, done.stderr
     assert {body["model"] for body in probes} == {"agent", "judge", "fluency"}
@@ -218,8 +249,8 @@ def test_a_busy_endpoint_warns_and_a_run_of_only_errors_exits_1_with_its_reasons
         return serving(body)
 
     with ChatServer(rule=rule) as server:
-        done = run(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
-                           "--fluency-model", "fluency", "--run-id", "busy", "--runs", "2", "-q"), workspace)
+        done = run_here(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
+                                "--fluency-model", "fluency", "--run-id", "busy", "--runs", "2", "-q"), workspace)
         attempt_calls = [b for b in server.requests if b["model"] == "agent" and not is_probe(b)]
     no_traceback(done)
     assert done.returncode == 1, done.stderr
@@ -245,8 +276,8 @@ def test_a_run_with_some_errors_exits_0_and_lists_each_reason_with_its_count(tmp
         return serving(body)
 
     with ChatServer(rule=rule) as server:
-        done = run(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
-                           "--fluency-model", "fluency", "--run-id", "mixed", "--runs", "2", "-q"), workspace)
+        done = run_here(command(workspace, server.base_url, "--model", "agent", "--judge-model", "judge",
+                                "--fluency-model", "fluency", "--run-id", "mixed", "--runs", "2", "-q"), workspace)
     no_traceback(done)
     assert done.returncode == 0, done.stderr
     reasons = sorted(line.strip() for line in done.stderr.splitlines() if re.match(r"\s+\d+ x ", line))
@@ -265,13 +296,13 @@ def test_a_failed_check_never_removes_an_existing_run(tmp_path):
 
     args = ("--model", "agent", "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", "kept", "-q")
     with ChatServer(rule=rule) as server:
-        first = run(command(workspace, server.base_url, *args), workspace)
+        first = run_here(command(workspace, server.base_url, *args), workspace)
     assert first.returncode == 1, first.stderr  # every attempt an error
     attempts = workspace / "reports/kept/attempts.jsonl"
     before = attempts.read_bytes()
     assert len(lines(attempts)) == 2
     # the same run again (its errors are redone), now where nothing listens: stopped by the check
-    again = run(command(workspace, f"http://127.0.0.1:{closed_port()}/v1", *args), workspace)
+    again = run_here(command(workspace, f"http://127.0.0.1:{closed_port()}/v1", *args), workspace)
     assert again.returncode == 1 and "connection refused" in again.stderr, again.stderr
     assert attempts.read_bytes() == before and (workspace / "reports/kept/run.json").exists()
 
@@ -309,7 +340,7 @@ def test_ctrl_c_prints_the_command_that_resumes_the_run(tmp_path):
         assert words[words.index("--api-key-env") + 1] == KEY_ENV and KEY not in stdout + stderr
         assert words[words.index("--runs") + 1] == "2" and words[words.index("--model") + 1] == "agent"
 
-        resumed = run([sys.executable, "-m", "cirrus.cli", *words[1:]], workspace)
+        resumed = run_here([sys.executable, "-m", "cirrus.cli", *words[1:]], workspace)  # what it prints and writes
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming run {run_id}: {len(committed)} of 8 attempts already done" in resumed.stderr
     shown = re.findall(r"\| *(\d+)/(\d+) \[", resumed.stderr)  # the progress bar's counts, in order

@@ -131,10 +131,28 @@ def test_replay_returns_the_recorded_results_in_order(sample_ws):
     assert statuses[:3] == ["Running", "Starting", "Running"] or len(set(statuses)) > 1
 
 
-def test_parallel_run_writes_the_same_workspace(tmp_path, sample_ws, pipeline_config):
+# Temporary files a killed ingest left (ours: a leading dot, ``.tmp``), and one
+# that is not ours, in place before the parallel ingest below runs over them
+STALE_TEMPS = ("tickets/.tasks.jsonl.k1ll3d.tmp", "tickets/.manifest.json.x.tmp", "tool_mocks/.T-1.yaml.abc.tmp")
+NOT_OURS = "tickets/notes.tmp"  # no leading dot
+
+
+@pytest.fixture(scope="module")
+def parallel_ingest(tmp_path_factory, pipeline_config) -> Path:
+    """The sample input ingested on two worker processes, into a workspace
+    holding what a killed ingest leaves (STALE_TEMPS) and a file of the user's
+    (NOT_OURS).  Read only: one ingest for the two tests below."""
+    workspace = tmp_path_factory.mktemp("parallel") / "ws"
+    for name in (*STALE_TEMPS, NOT_OURS):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text("mine" if name == NOT_OURS else "half a line")
+    _ingest(SAMPLE_RAW, workspace, pipeline_config, kb_dir=SAMPLE_KB, jobs=2)
+    return workspace
+
+
+def test_parallel_run_writes_the_same_workspace(sample_ws, parallel_ingest):
     workspace, _ = sample_ws
-    parallel = tmp_path / "parallel"
-    _ingest(SAMPLE_RAW, parallel, pipeline_config, kb_dir=SAMPLE_KB, jobs=2)
+    parallel = parallel_ingest
     assert (parallel / "tickets/tasks.jsonl").read_bytes() == (workspace / "tickets/tasks.jsonl").read_bytes()
     for cassette in (workspace / "tool_mocks").glob("*.yaml"):
         assert (parallel / "tool_mocks" / cassette.name).read_bytes() == cassette.read_bytes()
@@ -218,26 +236,21 @@ def test_stale_cassettes_are_removed_and_odd_ids_stay_inside(tmp_path, pipeline_
     assert ToolReplayer.for_task(workspace, task).call("Get_Status_", {"x": 1}) == "fine"
 
 
-def test_temp_files_of_a_killed_ingest_are_cleared_by_the_next(tmp_path, pipeline_config):
-    workspace = tmp_path / "ws"
-    (workspace / "tool_mocks").mkdir(parents=True)
-    (workspace / "tickets").mkdir()
-    stale = [workspace / "tickets/.tasks.jsonl.k1ll3d.tmp", workspace / "tickets/.manifest.json.x.tmp",
-             workspace / "tool_mocks/.T-1.yaml.abc.tmp"]
-    for path in stale:
-        path.write_text("half a line")
-    keep = workspace / "tickets/notes.tmp"  # not one of ours: no leading dot
-    keep.write_text("mine")
-    _ingest(SAMPLE_RAW, workspace, pipeline_config, kb_dir=SAMPLE_KB)
+def test_temp_files_of_a_killed_ingest_are_cleared_by_the_next(parallel_ingest):
+    # the ingest ran over a workspace holding STALE_TEMPS and NOT_OURS (parallel_ingest)
+    workspace = parallel_ingest
+    stale = [workspace / name for name in STALE_TEMPS]
+    keep = workspace / NOT_OURS  # not one of ours: no leading dot
     assert not [p for p in stale if p.exists()]
     assert keep.read_text() == "mine"
     assert not list(workspace.rglob(".*.tmp"))
 
 
 @needs_shared(TAU_BENCH)
-def test_tau_bench_ingest_writes_resolved_transcripts_without_personal_data(tmp_path, pipeline_config):
-    workspace = tmp_path / "tau"
-    manifest = _ingest(TAU_BENCH, workspace, pipeline_config, jobs=2)
+@pytest.mark.xdist_group("tau-bench")  # shares the tau-bench ingest with test_walk
+def test_tau_bench_ingest_writes_resolved_transcripts_without_personal_data(tau_bench_ingest):
+    # the shared ingest (tests/conftest.py): TAU_BENCH on two worker processes, read only
+    workspace, manifest = tau_bench_ingest
     assert manifest["counts"]["tasks"] == 84
     assert manifest["counts"]["by_status"] == {"resolved": 84, "unresolved": 116}
     assert manifest["quarantined"] == [] and manifest["skipped"] == []

@@ -35,7 +35,8 @@ from cirrus.ingest.readers import abcd, native, openai_chat, read_tickets
 from cirrus.ingest.readers.files import NoTicketFiles, check_input
 from cirrus.ingest.run import IngestOptions, run_ingest
 from cirrus.schema import Quarantined, SourceRef, Ticket
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
+from tests._ingest_speed_subset import LARGE, SampleSubset, sample_subset
+from tests.conftest import REPO, SAMPLE_RAW, workspace_snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -460,14 +461,25 @@ def test_a_ctrl_c_swallowed_by_a_destructor_still_stops_the_ingest(tmp_path, pip
     assert not (workspace / "tickets" / "tasks.jsonl").exists()
 
 
+def _ingest_command(subset: SampleSubset, workspace: Path) -> list[str]:
+    return [sys.executable, "-m", "cirrus.cli", "ingest", str(subset.raw), "--kb", str(subset.kb),
+            "-w", str(workspace), "--jobs", "2"]
+
+
+@pytest.fixture(scope="module")
+def sample_part(tmp_path_factory, pipeline_config) -> SampleSubset:
+    """Part of the sample tickets (tests/_ingest_speed_subset.py: 22 tickets,
+    three chunks of work for two workers, so an ingest still runs after its
+    first cassette) and what an uninterrupted ingest of it writes."""
+    return sample_subset(tmp_path_factory, pipeline_config, LARGE)
+
+
 class _Ingest:
-    """``cirrus ingest`` of the sample tickets on two workers, in its own
-    process group (so a signal reaches it and its workers, as from a
+    """``cirrus ingest`` of (part of) the sample tickets on two workers, in
+    its own process group (so a signal reaches it and its workers, as from a
     terminal), its stderr gathered as it comes."""
 
-    def __init__(self, workspace: Path) -> None:
-        command = [sys.executable, "-m", "cirrus.cli", "ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB),
-                   "-w", str(workspace), "--jobs", "2"]
+    def __init__(self, command: list[str]) -> None:
         self.process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True)
         self.stderr = bytearray()
@@ -517,9 +529,9 @@ SIGNALS = {
 
 
 @pytest.mark.parametrize("point", list(SIGNALS))
-def test_ctrl_c_stops_ingest_cleanly(tmp_path, point, request):
+def test_ctrl_c_stops_ingest_cleanly(tmp_path, point, sample_part):
     workspace = tmp_path / "ws"
-    ingest = _Ingest(workspace)
+    ingest = _Ingest(_ingest_command(sample_part, workspace))
     try:
         ingest.wait_for(lambda: SIGNALS[point](ingest, workspace), f"sign of {point}")
         code, stderr = ingest.interrupt()
@@ -537,12 +549,10 @@ def test_ctrl_c_stops_ingest_cleanly(tmp_path, point, request):
     assert not (workspace / "tickets" / "tasks.jsonl").exists()
     assert not list(workspace.rglob("*.tmp"))
     if point == "processing":  # cassettes were written: the same command again completes the workspace
-        uninterrupted = workspace_snapshot(request.getfixturevalue("sample_ingest"))
-        rerun = subprocess.run([sys.executable, "-m", "cirrus.cli", "ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB),
-                                "-w", str(workspace), "--jobs", "2", "-q"], cwd=REPO, capture_output=True, text=True,
-                               timeout=600)
+        rerun = subprocess.run([*_ingest_command(sample_part, workspace), "-q"], cwd=REPO, capture_output=True,
+                               text=True, timeout=600)
         assert rerun.returncode == 0, rerun.stderr
-        assert workspace_snapshot(workspace) == uninterrupted
+        assert workspace_snapshot(workspace) == sample_part.uninterrupted
 
 
 def test_an_interrupt_while_a_cassette_is_written_leaves_no_temporary_file(tmp_path, pipeline_config, monkeypatch):

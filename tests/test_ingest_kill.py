@@ -14,18 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
+from tests._ingest_speed_subset import MEDIUM, SampleSubset, sample_subset
+from tests.conftest import REPO, workspace_snapshot
 
 
-def _command(workspace: Path) -> list[str]:
-    return [sys.executable, "-m", "cirrus.cli", "ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB),
+def _command(subset: SampleSubset, workspace: Path) -> list[str]:
+    return [sys.executable, "-m", "cirrus.cli", "ingest", str(subset.raw), "--kb", str(subset.kb),
             "-w", str(workspace), "-j", "1", "-q"]
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(sample_ingest) -> dict[str, bytes]:
-    # the shared sample ingest (tests/conftest.py): what _command writes when not killed
-    return workspace_snapshot(sample_ingest)
+def subset(tmp_path_factory, pipeline_config) -> SampleSubset:
+    # part of the sample input (tests/_ingest_speed_subset.py: 14 tickets, 12 cassettes, the first 7
+    # written together) and what _command writes when not killed: every child process here reads less
+    return sample_subset(tmp_path_factory, pipeline_config, MEDIUM)
 
 
 def _cassettes(workspace: Path) -> int:
@@ -34,14 +36,17 @@ def _cassettes(workspace: Path) -> int:
 
 
 # when to kill: while starting up (models loading), after the first cassettes,
-# and late in the run (most cassettes written, tasks.jsonl still a temporary file)
-KILL_POINTS = {"starting": 0, "early": 3, "late": 20}
+# and late in the run (most cassettes written -- the whole first chunk of
+# tickets; the next chunk's models are at work -- tasks.jsonl still a temporary file)
+KILL_POINTS = {"starting": 0, "early": 3, "late": 7}
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, uninterrupted, point):
+def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, subset, point):
+    assert subset.cassettes == 12  # what KILL_POINTS counts on
     workspace = tmp_path / "ws"
-    process = subprocess.Popen(_command(workspace), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(_command(subset, workspace), cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         wanted = KILL_POINTS[point]
@@ -59,7 +64,7 @@ def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, uninterrupted, p
     assert process.returncode == -signal.SIGKILL
     assert not (workspace / "tickets" / "tasks.jsonl").exists()  # never a half-written file under the real name
 
-    rerun = subprocess.run(_command(workspace), cwd=REPO, capture_output=True, text=True)
+    rerun = subprocess.run(_command(subset, workspace), cwd=REPO, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
-    assert workspace_snapshot(workspace) == uninterrupted
+    assert workspace_snapshot(workspace) == subset.uninterrupted
     assert not list(workspace.rglob("*.tmp"))

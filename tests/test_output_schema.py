@@ -298,28 +298,45 @@ def test_reports_readme_names_what_a_run_writes_and_nothing_else(reported):
 
 _PIPELINE = r"""
 import os, sys
-os.umask(int(sys.argv[1], 8))
+raw, kb, *runs = sys.argv[1:]  # then (umask, workspace) pairs
+os.umask(int(runs[0], 8))  # the first umask is set before cirrus is imported, the next ones after
 from cirrus.cli import app
-raw, kb, workspace = sys.argv[2:5]
-for args in (["ingest", raw, "--kb", kb, "-w", workspace, "-q", "--jobs", "1"],
-             ["eval", "--model", "baseline:oracle", "-w", workspace, "--run-id", "oracle", "-q"],
-             ["report", "oracle", "-w", workspace, "--bootstrap", "20"]):
-    try:
-        app(args, prog_name="cirrus")
-    except SystemExit as exc:
-        if exc.code not in (0, None):
-            raise
+for umask, workspace in zip(runs[::2], runs[1::2]):
+    os.umask(int(umask, 8))
+    for args in (["ingest", raw, "--kb", kb, "-w", workspace, "-q", "--jobs", "1"],
+                 ["eval", "--model", "baseline:oracle", "-w", workspace, "--run-id", "oracle", "-q"],
+                 ["report", "oracle", "-w", workspace, "--bootstrap", "20"]):
+        try:
+            app(args, prog_name="cirrus")
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise
 """
 
+UMASKS = (0o022, 0o077)
 
-@pytest.mark.parametrize("umask", [0o022, 0o077])
-def test_every_file_written_has_the_mode_open_gives_under_the_umask(tmp_path, umask):
-    workspace = tmp_path / "ws"
+
+@pytest.fixture(scope="module")
+def pipelines_under_umasks(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict[int, Path]]:
+    """ingest, eval and report, each umask in turn, into its own workspace:
+    one child process (the models and libraries load once), the first umask
+    set before cirrus is imported, the second after (a mode computed at
+    import would show in the second workspace)."""
+    root = tmp_path_factory.mktemp("umask")
+    workspaces = {umask: root / f"ws-{umask:03o}" for umask in UMASKS}
+    runs = [arg for umask, workspace in workspaces.items() for arg in (oct(umask), str(workspace))]
     # one raw file with tool calls (cassettes): what is checked is how files are created, not how many
-    result = subprocess.run([sys.executable, "-c", _PIPELINE, oct(umask), str(SAMPLE_RAW / "billing.json"), str(SAMPLE_KB),
-                             str(workspace)], capture_output=True, text=True, timeout=600,
+    result = subprocess.run([sys.executable, "-c", _PIPELINE, str(SAMPLE_RAW / "billing.json"), str(SAMPLE_KB),
+                             *runs], capture_output=True, text=True, timeout=600,
                             env={**os.environ, "COLUMNS": "200"})
+    return result, workspaces
+
+
+@pytest.mark.parametrize("umask", UMASKS)
+def test_every_file_written_has_the_mode_open_gives_under_the_umask(pipelines_under_umasks, umask):
+    result, workspaces = pipelines_under_umasks
     assert result.returncode == 0, result.stderr[-3000:]
+    workspace = workspaces[umask]
     files = [p for p in workspace.rglob("*") if p.is_file()]
     kinds = {p.suffix for p in files}
     assert {".parquet", ".html", ".yaml", ".jsonl", ".json"} <= kinds, kinds  # report, cassettes, run, tasks

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._ingest_speed_subset import KB_FILES
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 
 # one worker runs this module: Ray starts once (pytest-xdist --dist loadgroup)
@@ -62,30 +63,41 @@ def raw_with_cross_file_duplicates(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_workspace(tmp_path_factory, raw_with_cross_file_duplicates, pipeline_config) -> dict[str, bytes]:
+def kb(tmp_path_factory) -> Path:
+    """Three of the sample's knowledge documents: every process that settles
+    tickets (each Ray actor) de-identifies all of them before its first ticket."""
+    folder = tmp_path_factory.mktemp("kb")
+    for name in KB_FILES:
+        shutil.copy(SAMPLE_KB / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def local_workspace(tmp_path_factory, raw_with_cross_file_duplicates, kb, pipeline_config) -> dict[str, bytes]:
     """What the local executor writes for ``raw_with_cross_file_duplicates``
     (one process: test_ingest_e2e shows serial and parallel runs agree)."""
     workspace = tmp_path_factory.mktemp("local") / "ws"
-    _ingest(raw_with_cross_file_duplicates, workspace, pipeline_config, "local", jobs=1)
+    _ingest(raw_with_cross_file_duplicates, kb, workspace, pipeline_config, "local", jobs=1)
     return workspace_snapshot(workspace)
 
 
-def _ingest(raw: Path, workspace: Path, pipeline_config, executor: str, jobs: int = 2) -> dict:
+def _ingest(raw: Path, kb: Path, workspace: Path, pipeline_config, executor: str, jobs: int = 2) -> dict:
     from cirrus.ingest.run import IngestOptions, run_ingest
 
-    options = IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, kb_dir=SAMPLE_KB,
+    options = IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, kb_dir=kb,
                             jobs=jobs, executor=executor, progress=False)
     return run_ingest(options).manifest
 
 
-def test_ray_and_local_executors_write_identical_workspaces(tmp_path, raw_with_cross_file_duplicates, local_workspace):
+def test_ray_and_local_executors_write_identical_workspaces(tmp_path, raw_with_cross_file_duplicates, kb,
+                                                            local_workspace):
     """`cirrus ingest --executor ray` starts a Ray of its own (no --ray-address),
     settles the tickets on two actors, finds the duplicate across files and
     writes what the local executor writes."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     workspace = tmp_path / "ray"
     result = subprocess.run([sys.executable, "-m", "cirrus.cli", "ingest", str(raw_with_cross_file_duplicates),
-                             "--kb", str(SAMPLE_KB), "-w", str(workspace), "--executor", "ray", "--jobs", "2", "-q"],
+                             "--kb", str(kb), "-w", str(workspace), "--executor", "ray", "--jobs", "2", "-q"],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     manifest = json.loads((workspace / "tickets" / "manifest.json").read_text())
@@ -96,9 +108,9 @@ def test_ray_and_local_executors_write_identical_workspaces(tmp_path, raw_with_c
 
 
 def test_one_worker_and_many_give_the_same_workspace(tmp_path, local_ray, pipeline_config,
-                                                     raw_with_cross_file_duplicates, local_workspace):
+                                                     raw_with_cross_file_duplicates, kb, local_workspace):
     # many: the test above (two actors); one actor on the Ray this module started
-    _ingest(raw_with_cross_file_duplicates, tmp_path / "one", pipeline_config, "ray", jobs=1)
+    _ingest(raw_with_cross_file_duplicates, kb, tmp_path / "one", pipeline_config, "ray", jobs=1)
     assert workspace_snapshot(tmp_path / "one") == local_workspace
 
 
@@ -129,7 +141,10 @@ def _annotated(tmp_path: Path, pipeline_config, base_url: str, key_env: str, raw
     from cirrus.ingest.run import IngestOptions
     from cirrus.llm.providers import Endpoint
 
-    return IngestOptions(raw_path=raw, workspace=tmp_path / "ws", pipeline=pipeline_config, jobs=2,
+    # one actor: how an actor's error reaches the driver does not depend on how many
+    # there are (each actor starts a process that loads the models; the first test
+    # above settles tickets on two)
+    return IngestOptions(raw_path=raw, workspace=tmp_path / "ws", pipeline=pipeline_config, jobs=1,
                          executor="ray", progress=False, annotator=AnnotatorSpec(Endpoint("annot", base_url, key_env)))
 
 

@@ -25,13 +25,13 @@ def _eval(workspace: Path, model: str, run_id: str, k: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def mixed_k(tmp_path_factory, sample_ingest) -> Path:
-    """The sample workspace with oracle runs of K = 2 and K = 1 and a
-    retrieval run of K = 2."""
-    workspace = copy_workspace(sample_ingest, tmp_path_factory.mktemp("comparability") / "ws")
-    _eval(workspace, "baseline:oracle", "k2", 2)
+def mixed_k(tmp_path_factory, sample_runs) -> Path:
+    """The sample workspace with oracle runs of K = 2 (``oracle``) and K = 1
+    (``k1``) and a retrieval run of K = 2 (``retrieval``): the shared
+    ``sample_runs`` (its two K = 2 runs, evaluated once per test process)
+    and one more evaluation."""
+    workspace = copy_workspace(sample_runs, tmp_path_factory.mktemp("comparability") / "ws")
     _eval(workspace, "baseline:oracle", "k1", 1)
-    _eval(workspace, "baseline:retrieval", "r2", 2)
     return workspace
 
 
@@ -49,9 +49,9 @@ def _k_warnings(warnings: list[str]) -> list[str]:
 
 
 def test_runs_of_different_k_are_named_everywhere(mixed_k):
-    result, manifest, html = _report(mixed_k, "k2", "k1")
+    result, manifest, html = _report(mixed_k, "oracle", "k1")
     (warning,) = _k_warnings(manifest["warnings"])
-    assert "k2: 2" in warning and "k1: 1" in warning and "labelled per run" in warning
+    assert "oracle: 2" in warning and "k1: 1" in warning and "labelled per run" in warning
     assert " ".join(warning.split()) in " ".join(result.output.split())  # the terminal (stderr) too
     top = html[:html.index('<section id="leaderboard">')]
     assert "differ in K" in top
@@ -66,13 +66,13 @@ def test_runs_of_different_k_are_named_everywhere(mixed_k):
 
 
 def test_one_k_for_every_run_is_said(mixed_k):
-    _, manifest, _ = _report(mixed_k, "k2", "k1", extra=("--k", "1"))
+    _, manifest, _ = _report(mixed_k, "oracle", "k1", extra=("--k", "1"))
     (warning,) = _k_warnings(manifest["warnings"])
     assert "K=1 for every run (--k)" in warning
 
 
 def test_comparable_runs_have_no_warning(mixed_k):
-    result, manifest, html = _report(mixed_k, "k2", "r2")
+    result, manifest, html = _report(mixed_k, "oracle", "retrieval")
     assert manifest["warnings"] == []
     assert "warning" not in result.output
     assert 'class="warn' not in html
@@ -91,34 +91,34 @@ def _edit(path: Path, **changes) -> None:
 
 def test_judge_prompt_version_and_self_judging_are_named(mixed_k, tmp_path):
     workspace = copy_workspace(mixed_k, tmp_path / "ws")
-    run = workspace / "reports" / "r2"
-    # r2 as an LLM-judged, self-judged run of another Cirrus version
+    run = workspace / "reports" / "retrieval"
+    # retrieval as an LLM-judged, self-judged run of another Cirrus version
     _edit(run / "summary.json", judge="llm-coverage:m", fluency="llm-fluency:m", cirrus_version="0.0.1",
           self_judged=True)
     _edit(run / "run.json", self_judged=True,
           fingerprint={"judge_role": {"model": "m", "prompt_sha256": "a" * 64},
                        "agent_role": {"model": "m", "prompt_sha256": "b" * 64}})
-    _edit(workspace / "reports" / "k2" / "run.json",
+    _edit(workspace / "reports" / "oracle" / "run.json",
           fingerprint={"agent_role": {"model": "m", "prompt_sha256": "c" * 64}})
-    result = report_command(["k2", "r2"], workspace, tmp_path / "out", 0)
+    result = report_command(["oracle", "retrieval"], workspace, tmp_path / "out", 0)
     warnings = result["warnings"]
     text = "\n".join(warnings)
     judge = next(w for w in warnings if "differ in judge model" in w)
-    assert "k2: local" in judge and "r2: llm-coverage:m" in judge
+    assert "oracle: local" in judge and "retrieval: llm-coverage:m" in judge
     assert any("differ in fluency model" in w for w in warnings)
     version = next(w for w in warnings if "differ in Cirrus version" in w)
-    assert "r2: 0.0.1" in version
+    assert "retrieval: 0.0.1" in version
     agent_prompt = next(w for w in warnings if "differ in agent prompt hash" in w)
     assert "cccccccccccc" in agent_prompt and "bbbbbbbbbbbb" in agent_prompt
     # a prompt hash only one run recorded is not a difference
     assert "judge prompt hash" not in text
-    assert any("'r2' is self-judged" in w for w in warnings)
+    assert any("'retrieval' is self-judged" in w for w in warnings)
     manifest = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert manifest["warnings"] == warnings
-    assert {r["run_id"]: r["self_judged"] for r in manifest["runs"]} == {"k2": False, "r2": True}
+    assert {r["run_id"]: r["self_judged"] for r in manifest["runs"]} == {"oracle": False, "retrieval": True}
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     top = html[:html.index('<section id="leaderboard">')]
-    assert "self-judged-banner" in top and "Self-judged: r2" in top
+    assert "self-judged-banner" in top and "Self-judged: retrieval" in top
     assert "differ in judge model" in top
     assert '<span class="self-judged">(self-judged)</span>' in html
 
@@ -149,11 +149,11 @@ def test_dataset_difference_is_named():
 def test_judge_input_limits_and_jump_prompts_are_compared(mixed_k, tmp_path):
     workspace = copy_workspace(mixed_k, tmp_path / "ws")
     limits = {"candidate_chars": 8000, "reference_chars": 8000, "history_chars": 24000}
-    for run_id, cap, later in (("k2", 8000, "d" * 64), ("r2", 2000, "e" * 64)):
+    for run_id, cap, later in (("oracle", 8000, "d" * 64), ("retrieval", 2000, "e" * 64)):
         _edit(workspace / "reports" / run_id / "run.json", fingerprint={"judge_role": {
             "model": "m", "prompt_sha256": "a" * 64, "later_prompt_sha256": later,
             "input_limits": {**limits, "candidate_chars": cap}}})
-    warnings = report_command(["k2", "r2"], workspace, tmp_path / "out", 0)["warnings"]
+    warnings = report_command(["oracle", "retrieval"], workspace, tmp_path / "out", 0)["warnings"]
     cut = next(w for w in warnings if "differ in judge input limits" in w)
     assert '"candidate_chars": 2000' in cut and '"candidate_chars": 8000' in cut
     assert any("differ in judge logical-jump prompt hash" in w for w in warnings)

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cirrus.cli import app
+from cirrus.report import command as command_module
 from cirrus.report.command import report_command
-from cirrus.report.loading import load_runs, run_models
+from cirrus.report.loading import load_prices, load_runs, run_models
 from cirrus.report.tables import leaderboard, run_cost
 from tests.test_report_sections import parse
 from tests.test_report_tables import (
@@ -132,11 +133,24 @@ def test_an_unpriced_role_is_priced_again_from_usage(cost_ws: Path):
     assert c["cost_judge"] is None and c["cost_total"] is None and c["currency"] == "USD"
 
 
-def test_report_config_reprices_and_warns(cost_ws: Path):
-    result = report_command(["a", "c"], cost_ws, None, 0, 0, prices={})
-    assert any("no price for model 'judge-m' (judge of run 'c')" in w for w in result["warnings"])
+def test_report_config_reprices_and_warns(cost_ws: Path, monkeypatch):
+    # no price table anywhere (cost_ws has no cirrus.toml): the command's own result, kept as `cirrus report`
+    # computes it -- one report gives both the warnings and the terminal that shows them
+    results = []
+
+    def recorded(*args, **kwargs):
+        results.append(real(*args, **kwargs))
+        return results[-1]
+
+    real = command_module.report_command
+    monkeypatch.setattr(command_module, "report_command", recorded)
     wide = {"COLUMNS": "250"}  # the leaderboard's columns fit; an 80-column worker squeezes their text
     cli = CliRunner().invoke(app, ["report", "a", "c", "-w", str(cost_ws), "--bootstrap", "0"], env=wide)
+    monkeypatch.undo()
+    assert cli.exit_code == 0, cli.output
+    [result] = results
+    assert load_prices(cost_ws) == {}  # as report_command(..., prices={}) would price
+    assert any("no price for model 'judge-m' (judge of run 'c')" in w for w in result["warnings"])
     assert 'add [prices."judge-m"] to cirrus.toml' in " ".join(cli.output.split())  # not eaten as markup
     assert not any("run 'a'" in w and "price" in w for w in result["warnings"])
     config = cost_ws / "prices.toml"

@@ -7,6 +7,7 @@ tasks.parquet, computed here independently), and on hand-made runs
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -128,8 +129,8 @@ def sample(tmp_path_factory, sample_runs) -> Path:
 @pytest.fixture(scope="module")
 def two(sample: Path) -> dict:
     result = report_command(["oracle", "retrieval"], sample, None, 20)
-    return {**result, "page": parse(result["files"]["report.html"].read_text(encoding="utf-8")),
-            "text": result["files"]["report.html"].read_text(encoding="utf-8")}
+    text = result["files"]["report.html"].read_text(encoding="utf-8")
+    return {**result, "page": parse(text), "text": text}
 
 
 def _differing(workspace: Path) -> set[tuple[str, int]]:
@@ -244,9 +245,9 @@ def test_one_run_has_no_diff_section_and_no_diff_file(sample):
     assert page.find("section", id="dataset") is not None and (sample / "one" / STATS_FILE).is_file()
 
 
-def test_a_second_report_in_the_same_folder_removes_the_stale_diff(sample):
-    out = sample / "again"
-    report_command(["oracle", "retrieval"], sample, out, 0)
+def test_a_second_report_in_the_same_folder_removes_the_stale_diff(sample, two):
+    # the first report: the two runs' (``two``, copied: the shared one stays as it is)
+    out = shutil.copytree(two["out_dir"], sample / "again")
     assert (out / "diff.parquet").is_file()
     report_command(["retrieval"], sample, out, 0)
     assert not (out / "diff.parquet").exists()

@@ -50,18 +50,24 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def test_a_workspace_without_tool_calls_gets_its_page(no_tools, tmp_path):
-    workspace = shutil.copytree(no_tools, tmp_path / "ws")
+@pytest.fixture(scope="module")
+def no_tools_reported(no_tools, tmp_path_factory) -> Path:
+    """``no_tools`` reported once (``_report``, exit status 0): read by the
+    page tests, copied by the full-disk tests (the report a full disk must
+    leave whole)."""
+    workspace = shutil.copytree(no_tools, tmp_path_factory.mktemp("no-tools-reported") / "ws")
     result = _report(workspace)
     assert result.exit_code == 0, result.output
-    page = (workspace / "reports/o/report/report.html").read_text(encoding="utf-8")
+    return workspace
+
+
+def test_a_workspace_without_tool_calls_gets_its_page(no_tools_reported):
+    page = (no_tools_reported / "reports/o/report/report.html").read_text(encoding="utf-8")
     assert "No reference tool calls." in page and 'id="dataset"' in page
 
 
-def test_the_quality_chart_says_it_plots_output_tokens(no_tools, tmp_path):
-    workspace = shutil.copytree(no_tools, tmp_path / "ws")
-    assert _report(workspace).exit_code == 0
-    page = (workspace / "reports/o/report/report.html").read_text(encoding="utf-8")
+def test_the_quality_chart_says_it_plots_output_tokens(no_tools_reported):
+    page = (no_tools_reported / "reports/o/report/report.html").read_text(encoding="utf-8")
     assert "<h2>Quality vs. token-based latency (AMTL)</h2>" in page
     assert "Quality vs. latency<" not in page
     assert "the paper's token-based latency: the mean number of output tokens of the accepted turns" in page
@@ -82,10 +88,9 @@ def _fail_with(monkeypatch, name: str, target: str) -> None:
 
 @pytest.mark.parametrize("target", ["leaderboard.parquet", "noise.parquet", "stats.json", "report.html",
                                     "report.json"])
-def test_a_full_disk_stops_the_report_with_one_line(no_tools, tmp_path, monkeypatch, target):
-    workspace = shutil.copytree(no_tools, tmp_path / "ws")
+def test_a_full_disk_stops_the_report_with_one_line(no_tools_reported, tmp_path, monkeypatch, target):
+    workspace = shutil.copytree(no_tools_reported, tmp_path / "ws")  # reported once: the file to keep whole
     out = workspace / "reports/o/report"
-    assert _report(workspace).exit_code == 0
     before = (out / target).read_bytes()
     _fail_with(monkeypatch, "replace", target)
     full = _report(workspace, "--seed", "7")

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -117,18 +118,26 @@ class _Models:
         return Reply(content=checkpoint["reply"] or "Done.")
 
 
+RAW_FILES = ("billing.json", "chat_export.json")
+
+
 def test_the_api_key_is_never_written_nor_printed(tmp_path):
     """ingest (LLM annotator), eval (agent, judge, fluency), rescore, report
     and show, all with the key in the environment; errors echo the key."""
-    workspace, cwd = tmp_path / "ws", tmp_path / "cwd"
+    workspace, cwd, raw = tmp_path / "ws", tmp_path / "cwd", tmp_path / "raw"
     cwd.mkdir()
+    # two of the sample's raw files (two readers, 7 tickets, tool calls): every ticket goes through the same
+    # annotator client and de-identification, so the whole sample would only repeat them
+    raw.mkdir()
+    for name in RAW_FILES:
+        shutil.copy2(SAMPLE_RAW / name, raw / name)
     server = ChatServer()
     models = _Models(server)
     server.rule = models
     outputs = []
     with server:
         url = server.base_url
-        ingest = _cli("ingest", str(SAMPLE_RAW), "--kb", str(SAMPLE_KB), "-w", str(workspace), "-j", "1", "-q",
+        ingest = _cli("ingest", str(raw), "--kb", str(SAMPLE_KB), "-w", str(workspace), "-j", "1", "-q",
                       "--annotator-model", "annotator", "--annotator-base-url", url,
                       "--annotator-api-key-env", KEY_ENV, cwd=cwd)
         outputs.append(ingest)

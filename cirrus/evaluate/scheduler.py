@@ -174,7 +174,16 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                       preflight: Callable[[], Awaitable[Any]] | None,
                       notify: Callable[[str], None] | None) -> Outcome:
     """:func:`run_attempts` once the run's lock is held."""
-    committed = 0
+    committed = 0  # attempts committed, as the event loop has seen them
+    # attempt lines written by the writer thread: a Ctrl-C can cancel the
+    # loop's await after an append ran, before `committed` counts it, and a
+    # run folder holding a committed attempt must not be removed
+    appended = [0]
+
+    def append(row: dict[str, Any], transcript: dict[str, Any]) -> None:
+        store.append(row, transcript)
+        appended[0] += 1
+
     # one thread writes the run's lines, in order: the two fsyncs of an append
     # must not stall the event loop (every call in flight waits on them)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cirrus-run-store")
@@ -213,7 +222,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             with recording(ledger):
                 row, transcript = await run_attempt(task, attempt)
             row["usage"] = ledger.to_dict()
-            await asyncio.get_running_loop().run_in_executor(writer, store.append, row, transcript)
+            await asyncio.get_running_loop().run_in_executor(writer, append, row, transcript)
             spending.merge(ledger)
             committed += 1
             left["attempts"] -= 1
@@ -254,6 +263,6 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
         return outcome
     except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
         writer.shutdown(wait=True)
-        if created and not committed:
+        if created and not committed and not appended[0]:  # the writer has stopped: its count is final
             shutil.rmtree(schedule.directory, ignore_errors=True)  # a run that never started lists as nothing
         raise

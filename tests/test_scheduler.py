@@ -1,6 +1,7 @@
-"""The scheduler warms up the end of a run (polars for the tables) while its
-last attempts are in flight, not before: early on the event loop needs its
-CPU for the walks (issue 28)."""
+"""The scheduler (cirrus.evaluate.scheduler): it warms up the end of a run
+(polars for the tables) while its last attempts are in flight, not before
+(early on the event loop needs its CPU for the walks: issue 28), and a run
+interrupted after its first attempt was written keeps its folder."""
 
 from __future__ import annotations
 
@@ -49,3 +50,33 @@ def test_warm_up_imports_polars_on_a_thread_once(tmp_path, monkeypatch):
     store.warm_up()
     store.warm_up()
     assert started == ["cirrus-store-warm-up"]
+
+
+def test_an_interrupt_right_after_the_first_append_keeps_the_run_folder(sample_ingest, tmp_path, monkeypatch):
+    """The attempt line is written on the writer thread; a Ctrl-C (a cancel)
+    that reaches the event loop before it hears the append finished must
+    not remove a run folder that holds a committed attempt."""
+    index = TaskIndex.scan(sample_ingest)
+    directory = tmp_path / "reports" / "r"
+    real_append = RunStore.append
+    where: dict[str, object] = {}
+
+    def append(store: RunStore, row, transcript) -> None:
+        real_append(store, row, transcript)
+        # queued before the writer hands its result back to the loop: the cancel arrives first
+        where["loop"].call_soon_threadsafe(where["task"].cancel)
+
+    monkeypatch.setattr(RunStore, "append", append)
+
+    async def run_attempt(task, attempt):
+        return {"task_id": task.task_id, "attempt": attempt, "status": "ok"}, {"task_id": task.task_id,
+                                                                              "attempt": attempt}
+
+    async def main() -> None:
+        where["loop"], where["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        await run_attempts(Schedule(directory, {"x": 1}, {}, 1, 1, "test", progress=False), index, run_attempt)
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+    lines = (directory / "attempts.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 and '"status":"ok"' in lines[0]
