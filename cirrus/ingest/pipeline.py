@@ -18,7 +18,7 @@ import re
 import signal
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -142,14 +142,17 @@ class TicketProcessor:
 
     def __init__(self, config: PipelineConfig, kb_docs: list[KnowledgeDoc] | None = None,
                  tool_schemas: dict[str, dict[str, Any]] | None = None,
-                 annotator: AnnotatorSpec = AnnotatorSpec(), canned: CannedLines | None = None) -> None:
+                 annotator: AnnotatorSpec = AnnotatorSpec(), canned: CannedLines | None = None,
+                 kb_deidentified: bool = False) -> None:
         self.config = config
         self.canned = canned
         self.deids = Deidentifiers(config)
         # Chinese text is segmented with jieba when a language asks for it
         self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
         # the --kb documents go through the same engine as ticket text before any task holds them
-        self.kb = KnowledgeBase(self.deids.documents(kb_docs), self.segment_han) if kb_docs else None
+        # (``kb_deidentified``: they did already, once for every worker: ProcessorFactory.deidentified_kb)
+        docs = kb_docs if kb_deidentified or not kb_docs else self.deids.documents(kb_docs)
+        self.kb = KnowledgeBase(docs, self.segment_han) if docs else None
         self.tool_schemas = tool_schemas or {}
         self._annotator_spec = annotator
         self._denoisers: dict[str, Denoiser] = {}
@@ -327,9 +330,19 @@ class ProcessorFactory:
     tool_schemas: dict[str, dict[str, Any]] | None = None
     annotator: AnnotatorSpec = field(default_factory=AnnotatorSpec)
     canned: CannedLines | None = None
+    kb_deidentified: bool = False  # kb_docs went through de-identification already
 
     def __call__(self) -> TicketProcessor:
-        return TicketProcessor(self.config, self.kb_docs, self.tool_schemas, self.annotator, self.canned)
+        return TicketProcessor(self.config, self.kb_docs, self.tool_schemas, self.annotator, self.canned,
+                               self.kb_deidentified)
+
+    def deidentified_kb(self) -> ProcessorFactory:
+        """This recipe with its knowledge documents de-identified here, once,
+        so that the processes or Ray actors it is sent to do not each do it
+        again (a large ``--kb`` folder costs every worker the same seconds)."""
+        if not self.kb_docs or self.kb_deidentified:
+            return self
+        return replace(self, kb_docs=Deidentifiers(self.config).documents(self.kb_docs), kb_deidentified=True)
 
 
 class LazyProcessor:

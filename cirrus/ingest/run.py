@@ -368,6 +368,12 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
         annotator=options.annotator,
         canned=canned,
     )
+    if factory.kb_docs and (options.executor == "ray" or options.jobs != 1):
+        # several processes (or Ray actors) would each de-identify every document: done once, here
+        if options.progress:
+            _say(f"de-identifying {len(factory.kb_docs):,} knowledge documents once for every worker (loading the "
+                 f"models: spaCy {options.pipeline.deid.spacy_model}, Presidio)…")
+        factory = factory.deidentified_kb()
     workspace = options.workspace
     mocks = workspace / MOCKS_DIR
     mocks.mkdir(parents=True, exist_ok=True)
