@@ -58,3 +58,22 @@ def test_run_ingest_sends_the_workers_deidentified_documents(tmp_path, pipeline_
     if once_in_the_driver:
         originals = {doc.doc_id: doc.text for doc in load_kb(SAMPLE_KB)}
         assert any(doc.text != originals.get(doc.doc_id) for doc in seen[0].kb_docs)  # something was masked
+
+
+def test_a_missing_annotator_key_fails_before_the_models_load(tmp_path, pipeline_config, monkeypatch):
+    from cirrus.ingest.pipeline import AnnotatorSpec
+    from cirrus.llm.providers import Endpoint, EndpointError
+
+    monkeypatch.delenv("CIRRUS_NO_SUCH_KEY", raising=False)
+
+    def no_models(self, pipeline):
+        raise AssertionError("the de-identification models were loaded first")
+
+    monkeypatch.setattr(Deidentifiers, "__init__", no_models)
+    spec = AnnotatorSpec(Endpoint("annot", "http://127.0.0.1:9/v1", "CIRRUS_NO_SUCH_KEY"))
+    with pytest.raises(EndpointError, match="CIRRUS_NO_SUCH_KEY"):
+        TicketProcessor(pipeline_config, annotator=spec)  # one process, or a worker
+    for jobs in (1, 2):  # one process; several (the documents de-identified in this one first)
+        with pytest.raises(EndpointError, match="CIRRUS_NO_SUCH_KEY"):
+            run_ingest(IngestOptions(raw_path=SAMPLE_RAW, workspace=tmp_path / f"ws{jobs}", pipeline=pipeline_config,
+                                     kb_dir=SAMPLE_KB, jobs=jobs, progress=False, annotator=spec))

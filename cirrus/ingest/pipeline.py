@@ -146,6 +146,14 @@ class TicketProcessor:
                  kb_deidentified: bool = False) -> None:
         self.config = config
         self.canned = canned
+        self.tool_schemas = tool_schemas or {}
+        self._annotator_spec = annotator
+        self._denoisers: dict[str, Denoiser] = {}
+        self._annotators: dict[str, Annotator] = {}
+        self._selectors: dict[str, CheckpointSelector] = {}
+        # built first: a bad annotator setting (a missing key) fails before any ticket, and before the
+        # seconds the de-identification models take to load
+        self.selector_for(config.deid.language)
         self.deids = Deidentifiers(config)
         # Chinese text is segmented with jieba when a language asks for it
         self.segment_han = any(section.tokenizer == "jieba" for section in config.languages.values())
@@ -153,12 +161,6 @@ class TicketProcessor:
         # (``kb_deidentified``: they did already, once for every worker: ProcessorFactory.deidentified_kb)
         docs = kb_docs if kb_deidentified or not kb_docs else self.deids.documents(kb_docs)
         self.kb = KnowledgeBase(docs, self.segment_han) if docs else None
-        self.tool_schemas = tool_schemas or {}
-        self._annotator_spec = annotator
-        self._denoisers: dict[str, Denoiser] = {}
-        self._annotators: dict[str, Annotator] = {}
-        self._selectors: dict[str, CheckpointSelector] = {}
-        self.selector_for(config.deid.language)  # built now: a bad annotator setting fails before any ticket
 
     def denoiser_for(self, language: str) -> Denoiser:
         if language not in self._denoisers:

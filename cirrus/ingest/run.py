@@ -370,6 +370,8 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
     )
     if factory.kb_docs and (options.executor == "ray" or options.jobs != 1):
         # several processes (or Ray actors) would each de-identify every document: done once, here
+        if options.executor == "local" and options.annotator.endpoint is not None:
+            options.annotator.endpoint.api_key()  # local workers share this environment: a missing key fails now
         if options.progress:
             _say(f"de-identifying {len(factory.kb_docs):,} knowledge documents once for every worker (loading the "
                  f"models: spaCy {options.pipeline.deid.spacy_model}, Presidio)…")
