@@ -174,15 +174,14 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                       preflight: Callable[[], Awaitable[Any]] | None,
                       notify: Callable[[str], None] | None) -> Outcome:
     """:func:`run_attempts` once the run's lock is held."""
-    committed = 0  # attempts committed, as the event loop has seen them
-    # attempt lines written by the writer thread: a Ctrl-C can cancel the
-    # loop's await after an append ran, before `committed` counts it, and a
-    # run folder holding a committed attempt must not be removed
-    appended = [0]
+    # attempts committed, counted by the writer thread as it writes them: a
+    # Ctrl-C can cancel the loop's await after an append ran, and a run folder
+    # holding a committed attempt must not be removed
+    committed = [0]
 
     def append(row: dict[str, Any], transcript: dict[str, Any]) -> None:
         store.append(row, transcript)
-        appended[0] += 1
+        committed[0] += 1
 
     # one thread writes the run's lines, in order: the two fsyncs of an append
     # must not stall the event loop (every call in flight waits on them)
@@ -216,7 +215,6 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                    disable=not schedule.progress, dynamic_ncols=True)
 
         async def one(ref: TaskRef, attempt: int) -> None:
-            nonlocal committed
             task = index.load_task(ref)
             ledger = UsageLedger()
             with recording(ledger):
@@ -224,7 +222,6 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             row["usage"] = ledger.to_dict()
             await asyncio.get_running_loop().run_in_executor(writer, append, row, transcript)
             spending.merge(ledger)
-            committed += 1
             left["attempts"] -= 1
             if started_attempts == len(todo) and left["attempts"] <= tail:
                 store.warm_up()  # the last few attempts: the loop has CPU to spare for the end's imports
@@ -263,6 +260,6 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
         return outcome
     except BaseException:  # Ctrl-C (a cancelled task, KeyboardInterrupt) included
         writer.shutdown(wait=True)
-        if created and not committed and not appended[0]:  # the writer has stopped: its count is final
+        if created and not committed[0]:  # the writer has stopped: its count is final
             shutil.rmtree(schedule.directory, ignore_errors=True)  # a run that never started lists as nothing
         raise

@@ -368,7 +368,7 @@ def run_ingest(options: IngestOptions) -> IngestSummary:
         annotator=options.annotator,
         canned=canned,
     )
-    if factory.kb_docs and (options.executor == "ray" or options.jobs != 1):
+    if factory.kb_docs and (options.executor == "ray" or options.jobs > 1):
         # several processes (or Ray actors) would each de-identify every document: done once, here
         if options.executor == "local" and options.annotator.endpoint is not None:
             options.annotator.endpoint.api_key()  # local workers share this environment: a missing key fails now
