@@ -61,8 +61,9 @@ def from_chat_reply(reply: Reply) -> Answer:
 
 class AgentServer:
     def __init__(self, script: list[Item] | None = None, *, rule: Callable[[dict[str, Any]], Any] | None = None,
-                 info: dict[str, Any] | int = 404) -> None:
+                 info: dict[str, Any] | int = 404, on_stall: Callable[[], None] | None = None) -> None:
         self.script: deque[Item] = deque(script or [])
+        self.on_stall = on_stall  # called as an answer starts to hang (tests/moving_clock.py)
         self.rule = rule
         self.info = info
         self.requests: list[dict[str, Any]] = []
@@ -104,6 +105,8 @@ class AgentServer:
                 if answer.delay:
                     server._stopping.wait(answer.delay)
                 if answer.hang is not False:
+                    if server.on_stall is not None:
+                        server.on_stall()
                     server._stopping.wait(None if answer.hang is True else float(answer.hang))
                     self.close_connection = True
                     return

@@ -24,7 +24,8 @@ connection; ``hang`` answers nothing and holds the connection until the
 server stops (or for ``hang`` seconds); ``trickle`` sends the answer one byte
 at a time, that many seconds apart (a server that is never silent for long,
 but never finishes).  ``times`` records each request's arrival, so tests can
-check how long a client waited between tries.
+check how long a client waited between tries; ``on_stall`` is called as a
+hang or a trickle begins (to move a test's clock, ``tests/moving_clock.py``).
 """
 
 from __future__ import annotations
@@ -83,8 +84,9 @@ def error(status: int, retry_after: float | str | None = None, **kw: Any) -> Rep
 
 class ChatServer:
     def __init__(self, script: list[Item] | None = None, *, rule: Callable[[dict[str, Any]], Any] | None = None,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, on_stall: Callable[[], None] | None = None) -> None:
         self.script: deque[Item] = deque(script or [])
+        self.on_stall = on_stall  # called as a reply starts to hang or trickle (tests/moving_clock.py)
         self.rule = rule
         self.delay = delay  # added to every answer
         self.requests: list[dict[str, Any]] = []
@@ -122,6 +124,8 @@ class ChatServer:
                 if pause:
                     server._stopping.wait(pause)
                 if reply.hang is not False:
+                    if server.on_stall is not None:
+                        server.on_stall()
                     server._stopping.wait(None if reply.hang is True else float(reply.hang))
                     self.close_connection = True  # never answered
                     return
@@ -144,6 +148,8 @@ class ChatServer:
                 if reply.trickle is None:
                     self.wfile.write(payload)
                 else:
+                    if server.on_stall is not None:
+                        server.on_stall()
                     for i in range(len(payload)):
                         self.wfile.write(payload[i:i + 1])
                         self.wfile.flush()

@@ -15,6 +15,7 @@ import pytest
 from cirrus.evaluate.types import InfrastructureError
 from cirrus.llm.client import ChatClient, ClientPool, ModelAuthError, RoleConfig
 from tests.chat_server import ChatServer, Reply, error, text
+from tests.moving_clock import moving_clock
 from tests.test_llm_client import KEY, KEY_ENV, _key, role  # noqa: F401  (_key: the autouse fixture setting the key)
 
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -206,11 +207,13 @@ def test_hang_longer_than_timeout_raises_timed_out_after_two_requests():
 
 
 def test_hang_then_answer_is_retried():
-    with ChatServer([Reply(hang=True), text("awake")]) as server:
-        result, exc, elapsed = timed_call(role(server, timeout=0.5, max_retries=1), pool=True)
+    # the clock jumps past the 30 s timeout as the server starts to hang: the
+    # hanging try is cut at once, and the retry has 30 real seconds to answer
+    with moving_clock() as clock, ChatServer([Reply(hang=True), text("awake")], on_stall=clock.jump) as server:
+        result, exc, elapsed = timed_call(role(server, timeout=30.0, max_retries=1), pool=True)
     assert exc is None and result.content == "awake" and result.attempts == 2
     assert len(server.requests) == 2
-    assert elapsed < 30.0  # the first try was cut, not waited out
+    assert elapsed < 25.0  # the first try was cut by the timeout, not waited out
 
 
 def test_trickling_body_is_cut_by_the_whole_request_timeout():
@@ -227,7 +230,8 @@ def test_trickling_body_is_cut_by_the_whole_request_timeout():
 
 
 def test_trickle_then_good_answer_succeeds():
-    with ChatServer([Reply(content="slow " * 100, trickle=0.2), text("fast")]) as server:
-        result, exc, elapsed = timed_call(role(server, timeout=0.5, max_retries=2))
+    with moving_clock() as clock, \
+            ChatServer([Reply(content="slow " * 100, trickle=0.2), text("fast")], on_stall=clock.jump) as server:
+        result, exc, elapsed = timed_call(role(server, timeout=30.0, max_retries=2))
     assert exc is None and result.content == "fast" and result.attempts == 2
-    assert elapsed < 15.0  # the trickle (100 s for its 500 bytes) was cut
+    assert elapsed < 25.0  # the trickle (100 s for its 500 bytes) was cut

@@ -22,6 +22,7 @@ from cirrus.schema import ToolExchange
 from cirrus.usage import UsageLedger, recording
 from tests.agent_factories import RenamedTools
 from tests.agent_server import AgentServer, Answer
+from tests.moving_clock import moving_clock
 
 TOOLS = [
     {"type": "function", "function": {
@@ -199,8 +200,8 @@ def test_a_service_slower_than_the_timeout_is_an_infrastructure_error(workspace)
         with pytest.raises(InfrastructureError) as error:
             respond(server, workspace, timeout=0.2, max_retries=0)
     assert "timed out: no complete answer within the 0.2 s timeout" in str(error.value)
-    with AgentServer([Answer(hang=True), "late but fine"]) as server:
-        assert respond(server, workspace, timeout=0.2)[0].text == "late but fine"
+    with moving_clock() as clock, AgentServer([Answer(hang=True), "late but fine"], on_stall=clock.jump) as server:
+        assert respond(server, workspace, timeout=30.0)[0].text == "late but fine"
 
 
 def test_nothing_listening_says_so(workspace):

@@ -18,6 +18,7 @@ from cirrus.llm.client import (
 )
 from cirrus.llm.providers import Endpoint, EndpointError
 from tests.chat_server import OMIT, ChatServer, Reply, error, text
+from tests.moving_clock import moving_clock
 
 KEY_ENV = "CIRRUS_TEST_LLM_KEY"
 KEY = "sk-cirrus-test-secret-0123456789abcdef"
@@ -154,8 +155,8 @@ def test_other_client_errors_are_not_retried():
 
 
 def test_timeouts_are_retried():
-    with ChatServer([Reply(content="late", delay=1.0), text("in time")]) as server:
-        result = run(lambda c: c.complete(MESSAGES), role(server, timeout=0.3))
+    with moving_clock() as clock, ChatServer([Reply(hang=True), text("in time")], on_stall=clock.jump) as server:
+        result = run(lambda c: c.complete(MESSAGES), role(server, timeout=30.0))
     assert result.content == "in time" and result.attempts == 2
 
 
