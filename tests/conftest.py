@@ -229,3 +229,53 @@ def sample_ingest_copy(sample_ingest, tmp_path) -> Path:
 def sample_runs_copy(sample_runs, tmp_path) -> Path:
     """This test's own copy of ``sample_runs`` (``tmp_path / "ws"``)."""
     return copy_workspace(sample_runs, tmp_path / "ws")
+
+
+# --------------------------------------------------------------------------
+# One local Ray for the Ray tests (xdist group "ray")
+# --------------------------------------------------------------------------
+
+# A fake key in the environment of every process of the shared Ray: its workers
+# inherit the environment it starts with, not what a test sets later.
+RAY_WORKER_KEY_ENV = "CIRRUS_TEST_KEY"
+_RAY_FIXTURE = "shared_ray"
+_running_ray: list[pytest.MonkeyPatch] = []  # the environment set for the shared Ray while it runs
+
+
+@pytest.fixture
+def shared_ray():
+    """A local Ray with 2 CPUs, already initialised when cirrus' Ray executor
+    runs -- as a user's own Ray, or a cluster they connected to, is: cirrus
+    runs on it and leaves it running.  Started by the first test that asks
+    for it, kept for the tests right after it that ask for it too (the "ray"
+    xdist group runs them one after the other), shut down after the last of
+    them (``pytest_runtest_teardown``): one Ray start -- seconds, and its
+    first run's cold worker processes -- for the group, not one per test.
+    A test that does not ask for it never sees it running.  The ``ray``
+    module."""
+    ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
+    if not _running_ray:
+        assert not ray.is_initialized(), "a Ray that shared_ray did not start is running in this test process"
+        env = pytest.MonkeyPatch()
+        env.setenv("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage report
+        env.setenv(RAY_WORKER_KEY_ENV, "sk-test-not-a-real-key-0000000000")
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        except BaseException:
+            env.undo()
+            raise
+        _running_ray.append(env)
+    return ray
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    yield  # the test's fixtures are torn down
+    if _running_ray and (nextitem is None or _RAY_FIXTURE not in getattr(nextitem, "fixturenames", ())):
+        import ray
+
+        env = _running_ray.pop()
+        try:
+            ray.shutdown()
+        finally:
+            env.undo()

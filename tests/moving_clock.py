@@ -11,6 +11,7 @@ try times out at once, and the retry has the whole 30 s."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,6 +28,18 @@ class MovingClock:
         for loop in list(self._loops):
             if not loop.is_closed():
                 loop.call_soon_threadsafe(lambda: None)
+
+    def jump_soon(self, seconds: float, after: float = 0.2) -> None:
+        """Jump ``seconds`` forward ``after`` real seconds from now (from a
+        timer thread): a server calls it as it answers a try the client will
+        retry, so that the client's backoff sleep (begun by then) ends at
+        once.  Only the time a test takes depends on when the jump comes:
+        ``seconds`` is chosen well below every timeout of the requests that
+        may be in flight then, so a jump that comes early, late or in the
+        middle of another request cuts nothing."""
+        timer = threading.Timer(after, self.jump, (seconds,))
+        timer.daemon = True
+        timer.start()
 
 
 class _MovedLoop(asyncio.SelectorEventLoop):

@@ -324,11 +324,12 @@ def test_a_crowded_429_is_not_charged_to_max_retries_but_a_lone_one_is():
 # --------------------------------------------------------------------------
 
 LIMIT = 4
-TASKS = 80  # 3 checkpoints each: 240 agent calls
+CONCURRENCY = 4 * LIMIT  # attempts at once: the first burst is 4x what the endpoint serves
+TASKS = 40  # 3 checkpoints each: 120 agent calls, 30 full rounds of the endpoint's 4 places
 
 
 def test_cirrus_eval_follows_an_endpoint_that_serves_n_requests_at_once(tmp_path: Path):
-    """--concurrency 32 against a server serving 4 at once: every attempt
+    """--concurrency 16 against a server serving 4 at once: every attempt
     succeeds, the 429s are a small share of the requests, and the server is
     kept busy (>= 0.6 * 4 requests in service on average).
 
@@ -337,15 +338,17 @@ def test_cirrus_eval_follows_an_endpoint_that_serves_n_requests_at_once(tmp_path
     exactly 4 keeps only ~2 requests in service on average on a busy 2-core
     machine (the client's own work between answers dominates), which would
     measure the machine, not the limiter.  The 429 share: the first burst of
-    32 is refused but for 4 (28), then the retries while the window falls
-    16 -> 8 -> 4 (about 16 more), then about one per sawtooth of the window
-    (3 -> 4 -> 5: one refusal per ~12 answers): about 44 + 240 / 12 = 64 of
-    ~300 requests, ~21 %; asserted below 30 %."""
+    16 is refused but for 4 (12), then the retries while the window falls
+    8 -> 4 (about 8 more), then about one per sawtooth of the window
+    (3 -> 4 -> 5: one refusal per ~12 answers): about 20 + 120 / 12 = 30 of
+    ~150 requests, ~20 % (measured 18 %); asserted below 30 %.  (The burst's
+    refusals are a fixed cost: with --concurrency 32 the run would need ~80
+    tasks, 12 s of answers, to bring them under 30 %.)"""
     workspace = write_workspace(tmp_path, [make_task(f"T-{i:03d}", False) for i in range(TASKS)])
     with LimitedServerProcess(LIMIT, delay=0.2) as server:
         result = CliRunner().invoke(app, [
             "eval", "--model", "limited", "--base-url", server.base_url, "--api-key-env", KEY_ENV,
-            "--judge-model", "local", "--fluency-model", "local", "--concurrency", "32",
+            "--judge-model", "local", "--fluency-model", "local", "--concurrency", str(CONCURRENCY),
             "--run-id", "adaptive", "-w", str(workspace), "-q",
         ], env={KEY_ENV: KEY})
         stats = server.stats()

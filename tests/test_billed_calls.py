@@ -4,7 +4,7 @@ provider bills), per model, with the tokens it reported -- its own record,
 not Cirrus's.  The endpoint check before each session, attempts that failed
 and were run again by a resumed session, repair round-trips, the request
 asked again without ``response_format`` and a 200 that was no usable answer
-all count."""
+all count.  The commands run in this process (``tests.test_eval_loud.run_here``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from cirrus.usage import UsageLedger, recording
 from tests.chat_server import ChatServer, Reply
 from tests.scripted_models import agent_reply, judge_or_fluency
 from tests.test_cost import USAGE, command, workspace
-from tests.test_eval_loud import is_probe, no_traceback, run
+from tests.test_eval_loud import is_probe, no_traceback, run_here
 
 TOKEN_FIELDS = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"}
 
@@ -91,7 +91,7 @@ def test_summary_usage_is_every_request_the_server_answered_across_sessions(tmp_
     ws = workspace(tmp_path)
     tally, broken = Tally(), {"on": True}
     with ChatServer(rule=counted(tally, serving(broken))) as server:
-        first = run(command(ws, server.base_url, "--run-id", "billed"), ws)
+        first = run_here(command(ws, server.base_url, "--run-id", "billed"), ws)
         no_traceback(first)
         summary = summary_usage(ws, "billed")
         assert summary["errors"] == 1  # T-0: its tool call was answered, the next agent call refused
@@ -102,7 +102,7 @@ def test_summary_usage_is_every_request_the_server_answered_across_sessions(tmp_
         assert "calls include 3 of endpoint checks (billed too" in first.stdout
 
         broken["on"] = False  # the resumed session runs T-0 again, after its own endpoint check
-        resumed = run(command(ws, server.base_url, "--run-id", "billed"), ws)
+        resumed = run_here(command(ws, server.base_url, "--run-id", "billed"), ws)
         no_traceback(resumed)
         assert resumed.returncode == 0, resumed.stderr
         assert "calls include 6 of endpoint checks and 1 of attempts run again" in resumed.stdout
@@ -123,7 +123,7 @@ def test_a_subtask_run_counts_its_endpoint_check_too(tmp_path):
     ws = workspace(tmp_path, tasks=2)
     tally = Tally()
     with ChatServer(rule=counted(tally, serving({"on": False}))) as server:
-        done = run(command(ws, server.base_url, "--run-id", "sub", "--mode", "subtask"), ws)
+        done = run_here(command(ws, server.base_url, "--run-id", "sub", "--mode", "subtask"), ws)
     no_traceback(done)
     assert done.returncode == 0, done.stderr
     summary = summary_usage(ws, "sub")
@@ -180,7 +180,7 @@ def test_a_budget_the_endpoint_check_spends_alone_is_refused_clearly(tmp_path):
     (ws / "cirrus.toml").write_text(PRICES + '\n[prices."fluency"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n')
     with ChatServer(rule=serving({"on": False})) as server:
         # the check costs 0.0027 (agent) + 0.00056 (judge): more than the budget
-        done = run(command(ws, server.base_url, "--run-id", "tiny", "--max-cost", "0.001"), ws)
+        done = run_here(command(ws, server.base_url, "--run-id", "tiny", "--max-cost", "0.001"), ws)
         asked = [body for body in server.requests if not is_probe(body)]
     no_traceback(done)
     output = " ".join(done.stderr.split())

@@ -319,17 +319,29 @@ def test_a_manifest_lists_a_line_only_from_list_min_tickets(raw, tmp_path):
         assert entry["lines"] == [] and sum(entry["unlisted"].values()) == entry["frequent"] > 0
 
 
+@pytest.fixture(scope="module")
+def one_process_workspace(tmp_path_factory, raw, pipeline) -> Path:
+    """What the local executor writes with one process (jobs=1: no worker
+    processes, the models load in this one)."""
+    workspace = tmp_path_factory.mktemp("serial") / "ws"
+    run_ingest(IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline, jobs=1, progress=False))
+    return workspace
+
+
 @pytest.mark.xdist_group("ray")
-def test_ray_and_the_local_pool_cut_the_same_lines(tmp_path, raw, pipeline, local_workspace, monkeypatch):
-    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'cirrus[ray]'")
+def test_ray_and_one_local_process_cut_the_same_lines(tmp_path, raw, pipeline, one_process_workspace, shared_ray,
+                                                       monkeypatch):
+    # two actors on the Ray the Ray tests share (conftest); the next test shows one local process
+    # and the local pool agree, so all three executors cut the same lines
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     workspace = tmp_path / "ray"
     run_ingest(IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline, jobs=2, executor="ray",
                              progress=False))
-    assert workspace_snapshot(workspace) == workspace_snapshot(local_workspace)
-    serial = tmp_path / "serial"
-    run_ingest(IngestOptions(raw_path=raw, workspace=serial, pipeline=pipeline, jobs=1, progress=False))
-    assert workspace_snapshot(serial) == workspace_snapshot(local_workspace)
+    assert workspace_snapshot(workspace) == workspace_snapshot(one_process_workspace)
+
+
+def test_one_local_process_and_the_local_pool_cut_the_same_lines(local_workspace, one_process_workspace):
+    assert workspace_snapshot(one_process_workspace) == workspace_snapshot(local_workspace)
 
 
 def test_a_batched_ingest_cuts_the_lines_an_online_one_cuts(tmp_path, monkeypatch):

@@ -2,7 +2,10 @@
 local server that reports usage with cached and reasoning tokens (issue 16).
 
 Every expected figure is computed by hand from the usage the server reports
-and the number of requests it saw per model (its own record, not Cirrus's)."""
+and the number of requests it saw per model (its own record, not Cirrus's).
+The commands run in this process (``tests.test_eval_loud.run_here``: exit
+status, stdout and stderr apart): these tests are about what a command
+prints and writes, not about a process."""
 
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import pytest
 
 from tests.chat_server import ChatServer, Reply
 from tests.scripted_models import agent_reply, judge_or_fluency, make_task, write_workspace
-from tests.test_eval_loud import is_probe, no_traceback, run
+from tests.test_eval_loud import is_probe, no_traceback, run_here
 
-KEY_ENV = "CIRRUS_LOUD_KEY"  # tests.test_eval_loud.env() sets it
+KEY_ENV = "CIRRUS_LOUD_KEY"  # tests.test_eval_loud.run_here() sets it
 USAGE = {
     "agent": {"prompt_tokens": 1000, "completion_tokens": 200, "prompt_tokens_details": {"cached_tokens": 600},
               "completion_tokens_details": {"reasoning_tokens": 50}},
@@ -67,10 +70,10 @@ def test_usage_and_cost_per_role_match_the_servers_count(tmp_path):
     with ChatServer(rule=serving) as server:
         # one attempt per task: no question is asked twice (a second attempt's identical judge questions
         # would be answered from Cirrus's cache, or not, depending on which attempt asks first)
-        done = run(command(ws, server.base_url, "--run-id", "priced"), ws)
+        done = run_here(command(ws, server.base_url, "--run-id", "priced"), ws)
         counts = {model: sent(server, model) for model in USAGE}
         # the same judge questions again (another run id, the same endpoint): from Cirrus's cache
-        again = run(command(ws, server.base_url, "--run-id", "again"), ws)
+        again = run_here(command(ws, server.base_url, "--run-id", "again"), ws)
         judge_sent = sent(server, "judge") - counts["judge"]
     no_traceback(done)
     assert done.returncode == 0, done.stderr
@@ -109,7 +112,7 @@ def test_usage_and_cost_per_role_match_the_servers_count(tmp_path):
 def test_estimate_calls_no_model(tmp_path):
     ws = workspace(tmp_path)
     with ChatServer(rule=serving) as server:
-        done = run(command(ws, server.base_url, "--estimate", "--pass-k", "2"), ws)
+        done = run_here(command(ws, server.base_url, "--estimate", "--pass-k", "2"), ws)
         assert server.requests == []
     no_traceback(done)
     assert done.returncode == 0, done.stderr
@@ -126,7 +129,8 @@ def test_max_cost_stops_cleanly_and_a_higher_budget_resumes(tmp_path):
     with ChatServer(rule=serving) as server:
         # one attempt at a time; the endpoint check costs 0.0027 + 0.00056 (agent and judge), every attempt more
         # than 0.005, so the budget is spent after the first
-        done = run(command(ws, server.base_url, "--run-id", "budget", "--concurrency", "1", "--max-cost", "0.005"), ws)
+        done = run_here(command(ws, server.base_url, "--run-id", "budget", "--concurrency", "1", "--max-cost", "0.005"),
+                        ws)
     no_traceback(done)
     assert done.returncode == 3, done.stderr
     assert "stopped:" in done.stderr and "--max-cost AMOUNT" in done.stderr
@@ -134,7 +138,7 @@ def test_max_cost_stops_cleanly_and_a_higher_budget_resumes(tmp_path):
     assert summary["attempts"] == 1 and summary["budget_stop"]["attempts_left"] == 3
     assert summary["budget_stop"]["spent"] == pytest.approx(summary["cost"]["total"]) and summary["cost"]["total"] > 0.001
     with ChatServer(rule=serving) as server:
-        resumed = run(command(ws, server.base_url, "--run-id", "budget", "--max-cost", "100"), ws)
+        resumed = run_here(command(ws, server.base_url, "--run-id", "budget", "--max-cost", "100"), ws)
     assert resumed.returncode == 0, resumed.stderr
     final = json.loads((ws / "reports/budget/summary.json").read_text())
     assert final["attempts"] == 4 and "budget_stop" not in final
@@ -145,7 +149,7 @@ def test_max_cost_stops_cleanly_and_a_higher_budget_resumes(tmp_path):
 def test_max_cost_needs_a_price_for_every_model(tmp_path):
     ws = workspace(tmp_path)
     with ChatServer(rule=serving) as server:
-        done = run(command(ws, server.base_url, "--max-cost", "1"), ws)
+        done = run_here(command(ws, server.base_url, "--max-cost", "1"), ws)
         assert [body for body in server.requests if not is_probe(body)] == []
     assert done.returncode == 2
     assert "--max-cost needs a price for every model" in done.stderr and "'fluency'" in done.stderr
@@ -169,7 +173,7 @@ def test_a_tasks_attempts_send_the_same_prefix_one_after_the_other(tmp_path):
     follow each other."""
     ws = workspace(tmp_path, tasks=2)
     with ChatServer(rule=serving) as server:
-        done = run(command(ws, server.base_url, "--run-id", "prefix", "--runs", "3", "--concurrency", "1"), ws)
+        done = run_here(command(ws, server.base_url, "--run-id", "prefix", "--runs", "3", "--concurrency", "1"), ws)
         bodies = [body for body in server.requests if body["model"] == "agent" and not is_probe(body)]
     assert done.returncode == 0, done.stderr
     firsts = [(body["messages"][-1]["content"], json.dumps(body, sort_keys=True)) for body in bodies

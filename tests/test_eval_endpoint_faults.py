@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from cirrus.cli import app
 from tests.chat_server import ChatServer, Reply
+from tests.moving_clock import moving_clock
 from tests.scripted_models import agent_reply, judge_or_fluency, make_task, write_workspace
 
 KEY_ENV = "CIRRUS_EVAL_FAULT_KEY"
@@ -73,28 +74,63 @@ def assert_no_traceback(result) -> None:
     assert "Traceback" not in result.output
 
 
+BACKOFF_JUMP = 5.0  # s: more than the client's first backoff (1 s + up to 1 s of jitter), far below any timeout
+
+
 def test_persistently_broken_agent_answers_become_error_rows_of_their_task(tmp_path):
-    # timeout 2 s, not less: on a loaded machine the server thread must still
-    # record both tries before the client gives up on them
-    workspace = workspace_of(tmp_path, ["T-ok1", *AGENT_FAULTS, "T-ok2"],
-                             "[roles.agent]\ntimeout = 2\nmax_retries = 1\n")
-    faults = {task: reply for task, (reply, _) in AGENT_FAULTS.items()}
-    with ChatServer(rule=lambda body: serving(body, faults)) as server:
+    """Each broken answer is tried twice (max_retries = 1), then its task is
+    an error row saying why, and the other tasks are fine.  No wall-clock
+    wait: each run's event loops run on a moving clock (tests/moving_clock.py)
+    that the server moves 5 s forward shortly after a broken answer, so the
+    client's backoff before its second try (1-2 s) ends at once.  These
+    jumps add up to 15 s in the first run (3 tasks), 10 s in the second, far
+    below every timeout that may be running (120 s; the agent's 30 s in the
+    second run), so they cut no request, wherever they fall."""
+    # the answers that come at once (not JSON, cut short, no choices), in one run beside two good tasks
+    faults = {task: reply for task, (reply, _) in AGENT_FAULTS.items() if task != "T-hang"}
+    workspace = workspace_of(tmp_path / "quick", ["T-ok1", *faults, "T-ok2"], "[roles.agent]\nmax_retries = 1\n")
+    jumped: set[str] = set()
+
+    def broken_then_jump(body: dict) -> Reply | str:
+        task = _task_of(body)
+        if task in faults and body["model"] == "agent" and task not in jumped:  # its first try: a backoff follows
+            jumped.add(task)
+            clock.jump_soon(BACKOFF_JUMP)
+        return serving(body, faults)
+
+    with moving_clock() as clock, ChatServer(rule=broken_then_jump) as server:
         result = cli_eval(workspace, server.base_url, "faults", "--concurrency", "8")
         asked = {task: sum(1 for b in server.requests if b["model"] == "agent" and _task_of(b) == task)
                  for task in AGENT_FAULTS}
-    assert_no_traceback(result)
-    assert result.exit_code == 0, result.output
+    # the answer that never comes, in a run of its own: the clock jumps past the 30 s timeout as the server starts
+    # to hang, so each try is cut at once, after the server recorded it, instead of after a real timeout; then
+    # the backoff's jump.  The hour's jump would cut any request in flight: one attempt at a time
+    # (--concurrency 1) and the hanging task first (it has the tool call: longest first), so none is
+    hung = workspace_of(tmp_path / "hang", ["T-hang", "T-ok3"], "[roles.agent]\ntimeout = 30\nmax_retries = 1\n")
+
+    def hang_then_jump() -> None:
+        clock.jump(3600.0)
+        clock.jump_soon(BACKOFF_JUMP)
+
+    with moving_clock() as clock, ChatServer(rule=lambda body: serving(body, {"T-hang": Reply(hang=True)}),
+                                             on_stall=hang_then_jump) as server:
+        hung_result = cli_eval(hung, server.base_url, "faults", "--concurrency", "1")
+        asked["T-hang"] = sum(1 for b in server.requests if b["model"] == "agent" and _task_of(b) == "T-hang")
+    for done in (result, hung_result):
+        assert_no_traceback(done)
+        assert done.exit_code == 0, done.output
     assert asked == {task: 2 for task in AGENT_FAULTS}  # max_retries = 1: two tries each, then given up
-    rows = {r["task_id"]: r for r in pl.read_parquet(workspace / "reports/faults/tasks.parquet").iter_rows(named=True)}
+    rows = {r["task_id"]: r for folder in (workspace, hung)
+            for r in pl.read_parquet(folder / "reports/faults/tasks.parquet").iter_rows(named=True)}
     for task, (_, said) in AGENT_FAULTS.items():
         assert rows[task]["status"] == "error" and rows[task]["tpr"] is None
         assert said in rows[task]["error"] and "agent model 'agent'" in rows[task]["error"], rows[task]["error"]
         assert KEY not in rows[task]["error"]
-    assert rows["T-ok1"]["status"] == rows["T-ok2"]["status"] == "ok"
-    summary = json.loads((workspace / "reports/faults/summary.json").read_text())
-    assert summary["errors"] == len(AGENT_FAULTS) and summary["attempts"] == len(AGENT_FAULTS) + 2
-    assert summary["atpr"] == pytest.approx(1.0)  # over the ok rows only
+    assert rows["T-ok1"]["status"] == rows["T-ok2"]["status"] == rows["T-ok3"]["status"] == "ok"
+    summaries = [json.loads((folder / "reports/faults/summary.json").read_text()) for folder in (workspace, hung)]
+    assert [(s["errors"], s["attempts"]) for s in summaries] == [(len(faults), len(faults) + 2), (1, 2)]
+    for summary in summaries:
+        assert summary["atpr"] == pytest.approx(1.0)  # over the ok rows only
 
 
 def _closed_port() -> int:

@@ -340,6 +340,8 @@ def test_ctrl_c_prints_the_command_that_resumes_the_run(tmp_path):
         assert words[words.index("--api-key-env") + 1] == KEY_ENV and KEY not in stdout + stderr
         assert words[words.index("--runs") + 1] == "2" and words[words.index("--model") + 1] == "agent"
 
+        # the delay kept the interrupted run from finishing before Ctrl-C; the resumed run needs none
+        server.delay = 0.0
         resumed = run_here([sys.executable, "-m", "cirrus.cli", *words[1:]], workspace)  # what it prints and writes
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming run {run_id}: {len(committed)} of 8 attempts already done" in resumed.stderr

@@ -38,9 +38,18 @@ def test_bad_label_file_names_the_item(tmp_path):
     assert result.exit_code == 2 and "item 2" in result.output
 
 
+RECALL_TARGETS = {"EMAIL_ADDRESS": 0.99, "PHONE_NUMBER": 0.99, "IP_ADDRESS": 0.99, "CREDIT_CARD": 0.99, "PERSON": 0.9}
+
+
 @needs_shared(PII_SET)
 def test_recall_targets_on_the_labelled_set(deidentifier):
-    scores = {s.entity: s for s in evaluate(deidentifier, load_examples(PII_SET))}
-    for entity in ("EMAIL_ADDRESS", "PHONE_NUMBER", "IP_ADDRESS", "CREDIT_CARD"):
-        assert scores[entity].recall >= 0.99, (entity, scores[entity].recall)
-    assert scores["PERSON"].recall >= 0.9
+    # Recall of an entity counts only the gold spans of that entity, and each text's detections do not depend on
+    # the other texts: the examples without a span of a checked entity (~40 % of the set's text) cannot move
+    # these figures, so only the others are de-identified.  Every gold span of the checked entities is scored.
+    examples = load_examples(PII_SET)
+    checked = [e for e in examples if any(s["entity_type"] in RECALL_TARGETS for s in e["spans"])]
+    gold = {entity: sum(s["entity_type"] == entity for e in examples for s in e["spans"]) for entity in RECALL_TARGETS}
+    scores = {s.entity: s for s in evaluate(deidentifier, checked)}
+    assert {entity: scores[entity].gold for entity in RECALL_TARGETS} == gold  # no gold span left out
+    for entity, target in RECALL_TARGETS.items():
+        assert scores[entity].recall >= target, (entity, scores[entity].recall)

@@ -13,6 +13,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +33,23 @@ KEY = f"sk-cirrus-test-{secrets.token_hex(16)}"
 def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cirrus.cli", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, KEY_ENV: KEY, "PYTHONUNBUFFERED": "1"})
+
+
+def _cli_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``args`` run by typer's CliRunner in this process, from ``cwd``, as
+    :func:`_cli` runs them in a child process (for tests about what a command
+    writes where, not about what a process prints: no ~1 s of imports first);
+    an exception the command let out is appended to stderr as a traceback."""
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args), env={KEY_ENV: KEY})
+    finally:
+        os.chdir(before)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
 
 
 # -- the API key ---------------------------------------------------------------------------
@@ -119,25 +137,31 @@ class _Models:
 
 
 RAW_FILES = ("billing.json", "chat_export.json")
+KB_FILES = ("kb-billing-invoices.md", "kb-billing-refund-policy.md")
 
 
 def test_the_api_key_is_never_written_nor_printed(tmp_path):
     """ingest (LLM annotator), eval (agent, judge, fluency), rescore, report
     and show, all with the key in the environment; errors echo the key."""
-    workspace, cwd, raw = tmp_path / "ws", tmp_path / "cwd", tmp_path / "raw"
+    workspace, cwd, raw, kb = tmp_path / "ws", tmp_path / "cwd", tmp_path / "raw", tmp_path / "kb"
     cwd.mkdir()
     # two of the sample's raw files (two readers, 7 tickets, tool calls): every ticket goes through the same
     # annotator client and de-identification, so the whole sample would only repeat them
     raw.mkdir()
     for name in RAW_FILES:
         shutil.copy2(SAMPLE_RAW / name, raw / name)
+    # and two of its knowledge documents: every document is de-identified alike (~0.1 s each), and the key
+    # reaches none of them
+    kb.mkdir()
+    for name in KB_FILES:
+        shutil.copy2(SAMPLE_KB / name, kb / name)
     server = ChatServer()
     models = _Models(server)
     server.rule = models
     outputs = []
     with server:
         url = server.base_url
-        ingest = _cli("ingest", str(raw), "--kb", str(SAMPLE_KB), "-w", str(workspace), "-j", "1", "-q",
+        ingest = _cli("ingest", str(raw), "--kb", str(kb), "-w", str(workspace), "-j", "1", "-q",
                       "--annotator-model", "annotator", "--annotator-base-url", url,
                       "--annotator-api-key-env", KEY_ENV, cwd=cwd)
         outputs.append(ingest)
@@ -234,7 +258,7 @@ def test_ids_and_tool_names_with_path_characters_stay_inside_the_workspace(tmp_p
     workspace = tmp_path / "ws"
     cwd = tmp_path / "cwd" / "deeper"  # relative paths that escape land under tmp_path, where they are seen
     cwd.mkdir(parents=True)
-    ingest = _cli("ingest", str(raw), "-w", str(workspace), "-q", "-j", "1", cwd=cwd)
+    ingest = _cli_here("ingest", str(raw), "-w", str(workspace), "-q", "-j", "1", cwd=cwd)
     assert ingest.returncode == 0, ingest.stderr
 
     # every id is a task under a safe, distinct cassette name, or quarantined with a reason
@@ -257,7 +281,7 @@ def test_ids_and_tool_names_with_path_characters_stay_inside_the_workspace(tmp_p
     for command in (("eval", "--model", "baseline:oracle", "--run-id", "paths", "-q"),
                     ("report", "paths", "--bootstrap", "20"),
                     ("show", "paths", "--task", next(t for t in task_ids if "/" in t))):
-        done = _cli(*command, "-w", str(workspace), cwd=cwd)
+        done = _cli_here(*command, "-w", str(workspace), cwd=cwd)
         assert done.returncode == 0, done.stderr
     assert pl.read_parquet(workspace / "reports/paths/tasks.parquet")["status"].to_list() == ["ok"] * len(tasks)
 
