@@ -55,6 +55,7 @@ from cirrus.agents.recording import RecordingTools, ToolViewOf, agent_view
 from cirrus.evaluate.types import AgentTurn, InfrastructureError, ToolCallMade, TurnRequest
 from cirrus.llm.client.errors import _MalformedAnswer, _TriedTooLong
 from cirrus.llm.client.limits import AdaptiveLimiter, RateLimiter
+from cirrus.llm.client.turns import my_turn
 from cirrus.llm.client.retry import (
     MAX_RETRY_AFTER,
     REFUSED_MAX_WAIT,
@@ -408,6 +409,7 @@ class HttpAgent:
             raise _TriedTooLong() from None
         if response.status_code >= 300:
             raise _AgentStatus(response)
+        await my_turn()  # with many answers in, the attempt with the most calls ahead goes first
         return response
 
     def _wait(self, state: RetryCallState) -> float:

@@ -14,11 +14,13 @@ from rich.markup import escape
 
 from cirrus.commands._common import EXIT_FAILED, EXIT_INTERRUPTED, WorkspaceOpt, console, fail
 from cirrus.commands._eval_output import budget_exit, print_cost, print_estimate, print_subtask_summary, print_summary
+from cirrus.evaluate.collector import held_for_the_command
 from cirrus.workspace import REPORTS_DIR
 
 __all__ = ["eval_"]
 
 
+@held_for_the_command  # no full garbage collection in the middle of a run (cirrus/evaluate/collector.py)
 def eval_(
     ctx: typer.Context,
     model: Annotated[Optional[str], typer.Option(help="Agent under test: a model name, or baseline:oracle / baseline:retrieval (offline); or give --agent-url / --agent instead.")] = None,

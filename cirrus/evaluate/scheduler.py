@@ -7,9 +7,15 @@ coroutine per attempt and get the same scheduling:
 
 * resume: (task, attempt) pairs already committed ``ok`` are not run again;
 * order: longest tasks first (a long task started last would run alone at the
-  end; measured in benchmarks/README.md), and a task's attempts one after the
+  end; measured in benchmarks/README.md), the length being the model calls
+  the task's recorded log leads one to expect, and a task's attempts one after the
   other, so a provider's prompt cache can serve the later attempts the prefix
   the first one sent (issue 16);
+* turns: when many answers arrive at once, the event loop works first on the
+  attempt with the most calls still ahead of it (:mod:`cirrus.llm.client.turns`);
+* garbage collection: the full one runs once per 512 committed attempts,
+  not every second or two, with what existed at the start frozen
+  (:mod:`cirrus.evaluate.collector`);
 * memory: ``concurrency`` workers share one queue, so only the attempts in
   flight have their task in memory;
 * usage: each attempt's model calls are recorded in a ledger of their own
@@ -34,10 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cirrus.evaluate.collector import RunCollector
 from cirrus.evaluate.overhead import PREFLIGHT, overhead_records, run_recorded
 from cirrus.evaluate.runlock import RunLocked
 from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.tasks import TaskIndex, TaskRef
+from cirrus.llm.client.turns import Turns, attempt_turns, start_turn
 from cirrus.llm.providers import EndpointError
 from cirrus.pricing import Price, run_cost
 from cirrus.schema import Task
@@ -111,11 +119,13 @@ class Schedule:
 
 def attempt_order(refs: list[TaskRef], attempts: int, done: set[tuple[str, int]]) -> list[tuple[TaskRef, int]]:
     """The (task, attempt) pairs still to run: longest tasks first (most
-    checkpoints, then most input tokens), ties in file order, and a task's
-    attempts next to each other in attempt order."""
+    expected model calls, then most checkpoints, then most input tokens),
+    ties in file order, and a task's attempts next to each other in attempt
+    order."""
     position = {ref.task_id: number for number, ref in enumerate(refs)}
     todo = [(ref, a) for ref in refs for a in range(attempts) if (ref.task_id, a) not in done]
-    todo.sort(key=lambda pair: (-pair[0].checkpoints, -pair[0].input_tokens, position[pair[0].task_id], pair[1]))
+    todo.sort(key=lambda pair: (-pair[0].expected_calls, -pair[0].checkpoints, -pair[0].input_tokens,
+                                position[pair[0].task_id], pair[1]))
     return todo
 
 
@@ -215,12 +225,14 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                    disable=not schedule.progress, dynamic_ncols=True)
 
         async def one(ref: TaskRef, attempt: int) -> None:
-            task = index.load_task(ref)
             ledger = UsageLedger()
-            with recording(ledger):
+            with recording(ledger), attempt_turns(turns, ref.expected_calls):
+                await start_turn()
+                task = index.load_task(ref)
                 row, transcript = await run_attempt(task, attempt)
             row["usage"] = ledger.to_dict()
             await asyncio.get_running_loop().run_in_executor(writer, append, row, transcript)
+            collector.attempt_done()
             spending.merge(ledger)
             left["attempts"] -= 1
             if started_attempts == len(todo) and left["attempts"] <= tail:
@@ -228,6 +240,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             bar.update(1)
             bar.set_postfix(**(on_commit(row) if on_commit else {}), **endpoint_load(), refresh=False)
 
+        turns = Turns()  # answers that arrive together: the attempt with the most calls ahead goes first
         queue: Iterator[tuple[TaskRef, int]] = iter(todo)
         # once every attempt has started and at most `tail` are left, the end of the run is near
         tail = max(1, schedule.concurrency // 8)
@@ -242,10 +255,12 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
                 await one(ref, attempt)
 
         started = time.perf_counter()
+        collector = RunCollector()  # full collections once per 512 attempts, not every second or two
         try:
-            async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
-                for _ in range(min(max(1, schedule.concurrency), len(todo))):
-                    group.create_task(worker())
+            with collector:
+                async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
+                    for _ in range(min(max(1, schedule.concurrency), len(todo))):
+                        group.create_task(worker())
         except* EndpointError as failures:
             raise failures.exceptions[0] from None
         except* Exception as failures:  # e.g. the run store could not write: report it plainly

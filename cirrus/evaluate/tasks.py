@@ -41,6 +41,19 @@ class TaskRef:
     size: int
     checkpoints: int
     input_tokens: int
+    expected_calls: int = 0  # model calls of a walk that follows the recorded log (:func:`expected_calls`)
+
+
+def expected_calls(task: Task) -> int:
+    """The model calls, one after the other, of a walk that follows the
+    task's recorded log: at each checkpoint the agent's reply and one call per
+    recorded tool call, the coverage judge on it and on the next checkpoint
+    (all but the last), and the fluency check before every checkpoint but the
+    first.  The scheduler's estimate of an attempt's length: longest first,
+    and the event loop's turns (:mod:`cirrus.llm.client.turns`)."""
+    count = len(task.checkpoints)
+    agent = sum(1 + len(checkpoint.tool_calls) for checkpoint in task.checkpoints)
+    return agent + max(0, 2 * count - 1) + max(0, count - 1)
 
 
 class _DatasetHasher:
@@ -131,7 +144,7 @@ class TaskIndex:
                 seen[task.task_id] = number
                 hasher.add(raw)  # the line as read: the hash of a run's tasks does not depend on the model
                 refs.append(TaskRef(task.task_id, number, start, len(line), len(task.checkpoints),
-                                    task.stats.input_tokens))
+                                    task.stats.input_tokens, expected_calls(task)))
         return cls(path, refs, hasher.hexdigest())
 
     def __len__(self) -> int:

@@ -44,6 +44,7 @@ from cirrus.llm.client.retry import (
 )
 from cirrus.llm.client.roles import RoleConfig
 from cirrus.llm.client.transport import http_client_options, poster_for
+from cirrus.llm.client.turns import my_turn
 from cirrus.llm.providers import Endpoint, ModelAuthError, shown_url
 from cirrus.usage import call_usage, completion_usage
 from cirrus.usage import record as record_usage
@@ -361,13 +362,15 @@ class ChatClient:
         :meth:`ChatResult.from_completion` reads a dict the same way."""
         try:
             async with asyncio.timeout(self.role.timeout):
-                return await poster_for(self._openai, _completion_data).post(payload)
+                data = await poster_for(self._openai, _completion_data).post(payload)
         except TimeoutError:
             raise _TriedTooLong() from None
         except json.JSONDecodeError as exc:  # a 200 whose JSON body is cut or garbled
             raise _MalformedAnswer(f"the body is not JSON ({exc.msg}): {_snippet(exc.doc)}") from None
         except UnicodeDecodeError:
             raise _MalformedAnswer("the body is not JSON (not UTF-8 text)") from None
+        await my_turn()  # with many answers in, the attempt with the most calls ahead goes first (turns.py)
+        return data
 
     def _cache_put(self, key: str, result: ChatResult) -> None:
         """Store an answer; a cache that cannot be written (a full disk) costs
