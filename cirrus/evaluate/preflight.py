@@ -31,6 +31,15 @@ What the answer means:
 URLs are shown with :func:`~cirrus.llm.providers.shown_url` (credentials
 masked) and error texts pass the client's key redaction.
 
+The probe of an endpoint that serves the coverage judge or the fluency
+checker also carries that role's ``response_format`` when the role leaves
+structured output to the endpoint (``structured_output`` unset): its answer
+tells those clients whether to send it, so the run's first judge calls do not
+wait in line behind one structured request.  A refusal of the format
+(:func:`~cirrus.llm.client.retry.structured_output_refused`: the same warning
+as in a run), or another 400 or 422, is asked again without it, so the check
+passes and fails as it would without the format.
+
 Every answered probe is billed: its usage goes to the usage ledger current
 when the check runs, under the first role of its endpoint (the scheduler
 writes it to the run's ``overhead.jsonl``: :mod:`cirrus.evaluate.overhead`).
@@ -45,7 +54,15 @@ from typing import Any
 from openai import APIConnectionError, APIStatusError, APITimeoutError
 
 from cirrus.evaluate.types import InfrastructureError
-from cirrus.llm.client import RETRY_STATUSES, ChatClient, RateLimiter, _TriedTooLong, connection_refused
+from cirrus.llm.client import (
+    RETRY_STATUSES,
+    ChatClient,
+    RateLimiter,
+    _describe_error,
+    _TriedTooLong,
+    connection_refused,
+    structured_output_refused,
+)
 from cirrus.llm.providers import ModelAuthError, shown_url
 
 PROBE_RETRIES = 2  # retries after the first try
@@ -68,15 +85,36 @@ class _ProbeClient(ChatClient):
         return min(super()._wait(state), PROBE_MAX_WAIT)
 
 
-def _endpoints(clients: Mapping[str, ChatClient]) -> list[tuple[list[str], ChatClient]]:
-    """The distinct endpoints, each with the roles it serves (first role's
-    client, whose parameters the probe sends)."""
-    grouped: dict[tuple[str, str, str | None], tuple[list[str], ChatClient]] = {}
+def _endpoints(clients: Mapping[str, ChatClient]) -> list[tuple[list[str], list[ChatClient]]]:
+    """The distinct endpoints, each with the roles it serves and their
+    clients (the first role's client's parameters are what the probe sends)."""
+    grouped: dict[tuple[str, str, str | None], tuple[list[str], list[ChatClient]]] = {}
     for role, client in clients.items():
         endpoint = client.role.endpoint
         key = (endpoint.base_url, endpoint.model, endpoint.api_key_env)
-        grouped.setdefault(key, ([], client))[0].append(role)
+        roles, served = grouped.setdefault(key, ([], []))
+        roles.append(role)
+        served.append(client)
     return list(grouped.values())
+
+
+def _structured_question(roles: list[str], clients: list[ChatClient]) -> tuple[dict[str, Any], list[ChatClient]]:
+    """The ``response_format`` the probe carries, and the clients that learn
+    from its answer: those of a judge or fluency role whose
+    ``structured_output`` is left to the endpoint and not yet known (their
+    first calls would otherwise wait, one structured request at a time, for
+    the first to be answered).  The judge's format when a judge is among
+    them, else the fluency checker's; nothing to ask otherwise."""
+    from cirrus.judges import schemas
+
+    learners = [client for role, client in zip(roles, clients)
+                if role.split("[")[0] in ("judge", "fluency") and client.role.structured_output is None
+                and client.structured is None]
+    if not learners:
+        return {}, []
+    judged = any(role.split("[")[0] == "judge" for role, client in zip(roles, clients) if client in learners)
+    fmt = schemas.COVERAGE_RESPONSE_FORMAT if judged else schemas.FLUENCY_RESPONSE_FORMAT
+    return {"response_format": fmt}, learners
 
 
 def _server_reason(exc: APIStatusError, redact: Callable[[str], str]) -> str:
@@ -99,8 +137,13 @@ def _server_reason(exc: APIStatusError, redact: Callable[[str], str]) -> str:
     return f"HTTP {exc.status_code}: {redact(' '.join(message.split()))[:300]}"
 
 
-async def _probe(roles: list[str], client: ChatClient) -> tuple[str, str] | None:
-    """``None`` when the endpoint is ready, else ``("error" | "warning", text)``."""
+async def _probe(roles: list[str], clients: list[ChatClient]) -> tuple[str, str] | None:
+    """``None`` when the endpoint is ready, else ``("error" | "warning", text)``.
+    A probe that carries a ``response_format`` (:func:`_structured_question`)
+    and gets a refusal of it, or another 400 or 422, is asked again without
+    it: the check is about the endpoint, and a refusal of the format only
+    teaches its clients not to send it."""
+    client = clients[0]
     role = client.role
     probe_role = role.with_params(max_retries=PROBE_RETRIES, timeout=min(role.timeout, PROBE_TIMEOUT),
                                   retry_initial_wait=0.25, retry_max_wait=PROBE_MAX_WAIT, rpm=None, concurrency=None)
@@ -108,9 +151,12 @@ async def _probe(roles: list[str], client: ChatClient) -> tuple[str, str] | None
     who = f"{named} model {role.endpoint.model!r} at {shown_url(role.endpoint.base_url)}"
     async with _ProbeClient(probe_role, limiter=RateLimiter()) as probe:
         limit = {role.max_tokens_param: 1}
-        for _ in range(2):
+        structured, learners = _structured_question(roles, clients)
+        for _ in range(3):
             try:
-                await probe.complete(list(PROBE_MESSAGES), cache=False, **limit)
+                await probe.complete(list(PROBE_MESSAGES), cache=False, **limit, **structured)
+                for learner in learners if structured else ():
+                    learner.structured = True
                 return None
             except ModelAuthError as exc:
                 return "error", str(exc)
@@ -118,10 +164,19 @@ async def _probe(roles: list[str], client: ChatClient) -> tuple[str, str] | None
                 cause = exc.__cause__
                 if isinstance(cause, APIStatusError):
                     reason = _server_reason(cause, probe._redact)
+                    if structured and structured_output_refused(cause, [*client.request_body([]), *limit]):
+                        what = _describe_error(cause, probe_role.timeout, probe._redact)
+                        for learner in learners:
+                            learner.refuses_structured(what)
+                        structured = {}  # ask again without it
+                        continue
                     if cause.status_code in RETRY_STATUSES or cause.status_code >= 500:
                         return "warning", f"{who} answered {reason} (after {PROBE_RETRIES + 1} tries)"
                     if limit and cause.status_code == 400 and "max_" in reason and "token" in reason:
                         limit = {}  # it wants more room than one token: ask once more without the limit
+                        continue
+                    if structured and cause.status_code in (400, 422):  # perhaps the format, in other words
+                        structured = {}  # the check asks again without it
                         continue
                     return "error", f"{who}: {reason}"
                 if isinstance(cause, (APITimeoutError, _TriedTooLong)):
@@ -141,7 +196,7 @@ async def check_endpoints(clients: Mapping[str, ChatClient],
     once.  Raises :class:`PreflightError` naming every endpoint that cannot
     serve the run; returns the warnings (also passed to ``warn``)."""
     endpoints = _endpoints(clients)
-    outcomes = await asyncio.gather(*(_probe(roles, client) for roles, client in endpoints))
+    outcomes = await asyncio.gather(*(_probe(roles, served) for roles, served in endpoints))
     errors = [outcome[1] for outcome in outcomes if outcome is not None and outcome[0] == "error"]
     warnings = [outcome[1] for outcome in outcomes if outcome is not None and outcome[0] == "warning"]
     if errors:

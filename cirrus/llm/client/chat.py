@@ -251,15 +251,21 @@ class ChatClient:
                     f"structured_output is true for this role: set `structured_output = false` under "
                     f"[{section}] in cirrus.toml to ask without it (or leave the key out to fall back "
                     f"automatically)")) from refused.error
-            self.structured = False
-            warnings.warn(self._redact(
-                f"{self.role.describe()} does not take structured output (response_format): {what}; "
-                f"asked again without it, and this client will not send it again (set "
-                f"`structured_output = false` under [{section}] in cirrus.toml to skip the try)"),
-                RuntimeWarning, stacklevel=2)
+            self.refuses_structured(what)
             return await self._send(text.encode("utf-8") if text is not None else _dumps(body))
         self.structured = True
         return result
+
+    def refuses_structured(self, what: str) -> None:
+        """The endpoint refused ``response_format`` (``what``: its error, as
+        said to the user): this client does not send it again, and says so
+        once.  Also called by the endpoint check, which asks first."""
+        self.structured = False
+        warnings.warn(self._redact(
+            f"{self.role.describe()} does not take structured output (response_format): {what}; "
+            f"asked again without it, and this client will not send it again (set "
+            f"`structured_output = false` under [{self._settings_section()}] in cirrus.toml to skip the try)"),
+            RuntimeWarning, stacklevel=3)
 
     def _probe_lock(self) -> asyncio.Lock:
         """The lock of the first structured requests, one per event loop."""
