@@ -10,7 +10,12 @@ or ``os.write`` wrapped so that it SIGKILLs itself just before the n-th
 rename or write of a chosen file (or halfway through that write).  The
 agent is ``baseline:oracle``; the judge and fluency checker are LLM roles on
 tests/chat_server.py, answering by a fixed rule after a short delay, so a
-run takes a few seconds and its verdicts do not depend on timing."""
+run takes a few seconds and its verdicts do not depend on timing.
+
+The ingests that are killed are real child processes; an ingest or eval that
+is not killed (the re-run after an ingest's kill, the evals of the re-ingest
+test) is the same command in this process (tests/_cli_here.py): no new
+interpreter, imports and model load for a run nothing interrupts."""
 
 from __future__ import annotations
 
@@ -27,7 +32,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests._ingest_speed_subset import SMALL, SampleSubset, sample_subset
+from tests._cli_here import cli_here
+from tests._ingest_speed_subset import TINY, SampleSubset, sample_subset
 from tests.chat_server import ChatServer
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 from tests.scripted_models import between
@@ -297,11 +303,12 @@ def _committed_view(workspace: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def subset(tmp_path_factory, pipeline_config) -> SampleSubset:
-    """Part of the sample input (tests/_ingest_speed_subset.py: 8 tickets, 7
-    with cassettes, and 3 knowledge documents) and what `cirrus ingest` writes
-    for it: each ingest below is killed at the end of its run and run again,
-    and reading fewer tickets makes both runs shorter."""
-    return sample_subset(tmp_path_factory, pipeline_config, SMALL)
+    """Part of the sample input (tests/_ingest_speed_subset.py: 3 tickets,
+    each with a cassette, and 3 knowledge documents) and what `cirrus ingest`
+    writes for it: each ingest below is killed at the end of its run (at a
+    commit point, after every ticket is settled) and run again, and reading
+    fewer tickets makes both runs shorter."""
+    return sample_subset(tmp_path_factory, pipeline_config, TINY)
 
 
 # "tasks.jsonl": every cassette written, tasks.jsonl still a temporary file;
@@ -309,6 +316,7 @@ def subset(tmp_path_factory, pipeline_config) -> SampleSubset:
 @pytest.mark.parametrize("point", ["tasks.jsonl", "manifest.json"])
 def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, subset, point):
     expected = subset.uninterrupted
+    assert subset.cassettes == subset.tasks == 3  # several cassettes, each named by a task
     workspace = tmp_path / "ws"
     crash = _crash(workspace, "replace", point)
     killed = subprocess.run(_cli(*_ingest_args(workspace, subset.raw, subset.kb), crash=crash), env=_env(crash),
@@ -323,8 +331,7 @@ def test_ingest_killed_at_a_commit_point_reruns_to_the_same_workspace(tmp_path, 
         assert view["tickets/tasks.jsonl"] == expected["tickets/tasks.jsonl"]
         assert all(view[name] == expected[name] for name in view if name.startswith("tool_mocks/"))
 
-    rerun = subprocess.run(_cli(*_ingest_args(workspace, subset.raw, subset.kb)), cwd=REPO, capture_output=True,
-                           text=True, timeout=300)
+    rerun = cli_here(_ingest_args(workspace, subset.raw, subset.kb))  # the same command again, uninterrupted
     assert rerun.returncode == 0, rerun.stderr
     assert _temps(workspace) == []
     assert workspace_snapshot(workspace) == expected
@@ -355,7 +362,7 @@ def _ingest_here(raw: Path, workspace: Path, pipeline_config) -> None:
     run_ingest(IngestOptions(raw_path=raw, workspace=workspace, pipeline=pipeline_config, jobs=1, progress=False))
 
 
-def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path, pipeline_config):
+def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path, pipeline_config, monkeypatch):
     """Ingest A, then ingest B (same ticket ids, other tool calls) into the same
     workspace and kill it after two cassettes.  Cassettes are rewritten in
     place, so A's tasks now meet some of B's recordings, which would replay as
@@ -374,17 +381,17 @@ def test_a_killed_reingest_is_refused_by_eval_until_an_ingest_completes(tmp_path
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert _committed_view(workspace) != before  # the mix eval must not score
 
-    evaluate = [*_cli("eval", "--model", "baseline:oracle", "-w", str(workspace), "--run-id", "after", "-q")]
-    refused = subprocess.run(evaluate, cwd=workspace, capture_output=True, text=True, timeout=300)
-    assert refused.returncode == 2
+    evaluate = ["eval", "--model", "baseline:oracle", "-w", str(workspace), "--run-id", "after", "-q"]
+    monkeypatch.chdir(workspace)  # eval run from the workspace: no cirrus.toml of the current directory applies
+    refused = cli_here(evaluate)
+    assert refused.returncode == 2, refused.stderr
     assert "interrupted" in refused.stderr and "cirrus ingest" in refused.stderr
     assert not (workspace / "reports" / "after").exists()
 
-    rerun = subprocess.run(_cli(*_ingest_args(workspace, raw_b, None)), cwd=REPO, capture_output=True, text=True,
-                           timeout=300)
+    rerun = cli_here(_ingest_args(workspace, raw_b, None))  # the same command again, uninterrupted
     assert rerun.returncode == 0, rerun.stderr
     fresh = tmp_path / "fresh"
     _ingest_here(raw_b, fresh, pipeline_config)
     assert _committed_view(workspace) == _committed_view(fresh)
-    done = subprocess.run(evaluate, cwd=workspace, capture_output=True, text=True, timeout=300)
+    done = cli_here(evaluate)
     assert done.returncode == 0, done.stderr

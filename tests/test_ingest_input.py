@@ -35,6 +35,7 @@ from cirrus.ingest.readers import abcd, native, openai_chat, read_tickets
 from cirrus.ingest.readers.files import NoTicketFiles, check_input
 from cirrus.ingest.run import IngestOptions, run_ingest
 from cirrus.schema import Quarantined, SourceRef, Ticket
+from tests._cli_here import cli_here
 from tests._ingest_speed_subset import LARGE, SampleSubset, sample_subset
 from tests.conftest import REPO, SAMPLE_RAW, workspace_snapshot
 
@@ -461,9 +462,12 @@ def test_a_ctrl_c_swallowed_by_a_destructor_still_stops_the_ingest(tmp_path, pip
     assert not (workspace / "tickets" / "tasks.jsonl").exists()
 
 
+def _ingest_args(subset: SampleSubset, workspace: Path) -> list[str]:
+    return ["ingest", str(subset.raw), "--kb", str(subset.kb), "-w", str(workspace), "--jobs", "2"]
+
+
 def _ingest_command(subset: SampleSubset, workspace: Path) -> list[str]:
-    return [sys.executable, "-m", "cirrus.cli", "ingest", str(subset.raw), "--kb", str(subset.kb),
-            "-w", str(workspace), "--jobs", "2"]
+    return [sys.executable, "-m", "cirrus.cli", *_ingest_args(subset, workspace)]
 
 
 @pytest.fixture(scope="module")
@@ -549,8 +553,8 @@ def test_ctrl_c_stops_ingest_cleanly(tmp_path, point, sample_part):
     assert not (workspace / "tickets" / "tasks.jsonl").exists()
     assert not list(workspace.rglob("*.tmp"))
     if point == "processing":  # cassettes were written: the same command again completes the workspace
-        rerun = subprocess.run([*_ingest_command(sample_part, workspace), "-q"], cwd=REPO, capture_output=True,
-                               text=True, timeout=600)
+        # (run in this process, tests/_cli_here.py: the interrupted run above was the real child process)
+        rerun = cli_here([*_ingest_args(sample_part, workspace), "-q"])
         assert rerun.returncode == 0, rerun.stderr
         assert workspace_snapshot(workspace) == sample_part.uninterrupted
 

@@ -1,7 +1,11 @@
 """``cirrus ingest`` killed with SIGKILL at several points, then run again:
 the workspace ends up byte-for-byte what an uninterrupted run writes, with
 no temporary file left behind.  (Kills at ingest's exact commit points, and
-those of ``cirrus eval``, are in test_eval_kill.py and test_eval_faults.py.)"""
+those of ``cirrus eval``, are in test_eval_kill.py and test_eval_faults.py.)
+
+The killed ingest is a real child process; the same command run again after
+the kill is the CLI in this process (tests/_cli_here.py), which spares it a
+new interpreter's imports and model load."""
 
 from __future__ import annotations
 
@@ -14,13 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from tests._cli_here import cli_here
 from tests._ingest_speed_subset import MEDIUM, SampleSubset, sample_subset
 from tests.conftest import REPO, workspace_snapshot
 
 
+def _args(subset: SampleSubset, workspace: Path) -> list[str]:
+    return ["ingest", str(subset.raw), "--kb", str(subset.kb), "-w", str(workspace), "-j", "1", "-q"]
+
+
 def _command(subset: SampleSubset, workspace: Path) -> list[str]:
-    return [sys.executable, "-m", "cirrus.cli", "ingest", str(subset.raw), "--kb", str(subset.kb),
-            "-w", str(workspace), "-j", "1", "-q"]
+    return [sys.executable, "-m", "cirrus.cli", *_args(subset, workspace)]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +43,10 @@ def _cassettes(workspace: Path) -> int:
     return sum(1 for p in folder.glob("*.yaml")) if folder.is_dir() else 0
 
 
-# when to kill: while starting up (models loading), after the first cassettes,
-# and late in the run (most cassettes written -- the whole first chunk of
-# tickets; the next chunk's models are at work -- tasks.jsonl still a temporary file)
+# when to kill: while starting up (the workspace marked in progress, the
+# models about to load), after the first cassettes, and late in the run (most
+# cassettes written -- the whole first chunk of tickets; the next chunk's
+# models are at work -- tasks.jsonl still a temporary file)
 KILL_POINTS = {"starting": 0, "early": 3, "late": 7}
 
 
@@ -50,8 +59,10 @@ def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, subset, point):
     try:
         deadline = time.monotonic() + 120
         wanted = KILL_POINTS[point]
-        if wanted == 0:
-            time.sleep(1.0)
+        if wanted == 0:  # the marker is written before the models load (they load with the first ticket)
+            started = workspace / "tickets" / ".ingest-in-progress"
+            while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         else:
             while _cassettes(workspace) < wanted and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -64,7 +75,10 @@ def test_a_killed_ingest_reruns_to_the_same_workspace(tmp_path, subset, point):
     assert process.returncode == -signal.SIGKILL
     assert not (workspace / "tickets" / "tasks.jsonl").exists()  # never a half-written file under the real name
 
-    rerun = subprocess.run(_command(subset, workspace), cwd=REPO, capture_output=True, text=True)
+    if wanted == 0:
+        assert (workspace / "tickets" / ".ingest-in-progress").exists()
+
+    rerun = cli_here(_args(subset, workspace))  # the same command again, run to the end
     assert rerun.returncode == 0, rerun.stderr
     assert workspace_snapshot(workspace) == subset.uninterrupted
     assert not list(workspace.rglob("*.tmp"))

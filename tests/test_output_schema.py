@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -314,6 +315,7 @@ for umask, workspace in zip(runs[::2], runs[1::2]):
 """
 
 UMASKS = (0o022, 0o077)
+UMASK_TICKET, UMASK_KB = "NC-2025-0029", "kb-billing-refund-policy.md"  # of tickets/raw/billing.json, tickets/kb
 
 
 @pytest.fixture(scope="module")
@@ -325,10 +327,19 @@ def pipelines_under_umasks(tmp_path_factory) -> tuple[subprocess.CompletedProces
     root = tmp_path_factory.mktemp("umask")
     workspaces = {umask: root / f"ws-{umask:03o}" for umask in UMASKS}
     runs = [arg for umask, workspace in workspaces.items() for arg in (oct(umask), str(workspace))]
-    # one raw file with tool calls (cassettes): what is checked is how files are created, not how many
-    result = subprocess.run([sys.executable, "-c", _PIPELINE, str(SAMPLE_RAW / "billing.json"), str(SAMPLE_KB),
-                             *runs], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "COLUMNS": "200"})
+    # what is checked is how files are created, not how many: one raw file holding one resolved ticket with a
+    # tool call (a task, a cassette) and one knowledge document -- each ticket and document de-identified costs
+    # both ingests time, and the files written are of the same kinds
+    raw, kb = root / "raw" / "billing.json", root / "kb"
+    raw.parent.mkdir()
+    tickets = json.loads((SAMPLE_RAW / "billing.json").read_text(encoding="utf-8"))
+    ticket = next(t for t in tickets if t["ticket_id"] == UMASK_TICKET)
+    assert ticket["status"] == "resolved" and any(e["role"] == "tool_call" for e in ticket["events"])
+    raw.write_text(json.dumps([ticket], ensure_ascii=False), encoding="utf-8")
+    kb.mkdir()
+    shutil.copy2(SAMPLE_KB / UMASK_KB, kb / UMASK_KB)
+    result = subprocess.run([sys.executable, "-c", _PIPELINE, str(raw), str(kb), *runs], capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "COLUMNS": "200"})
     return result, workspaces
 
 
