@@ -1,6 +1,10 @@
 """`cirrus eval` under faults, run as the real command (a child process)
 against a local OpenAI-compatible server that plays the agent, the judge and
-the fluency checker by rule (tests/chat_server.py):
+the fluency checker by rule (tests/chat_server.py).  A run that is neither
+killed nor faulted (the uninterrupted run, the same command again after a
+kill) is the same command, with the same environment variable and working
+directory, in this process (tests/_cli_here.py): no new interpreter and
+imports for it.
 
 * killed with SIGKILL in the middle of a run and run again with the same
   command: every (task, attempt) is done exactly once, and the scores are
@@ -29,6 +33,7 @@ import pytest
 from cirrus.ingest.cassettes import build_cassette, write_cassette
 from cirrus.llm.client import RoleConfig
 from cirrus.schema import ToolExchange
+from tests._cli_here import Ran, cli_here
 from tests.chat_server import ChatServer, Reply
 from tests.scripted_models import TOOL_ARGS, agent_reply, judge_or_fluency, make_task
 
@@ -86,10 +91,13 @@ def rule(body: dict) -> Reply | str:
 # -- running the command -------------------------------------------------------------
 
 
+def eval_args(workspace: Path, server: ChatServer, run_id: str, *extra: str) -> list[str]:
+    return ["eval", "--model", "agent", "--base-url", server.base_url, "--api-key-env", KEY_ENV, "--judge-model",
+            "judge", "--fluency-model", "fluency", "--run-id", run_id, "-w", str(workspace), "-q", *extra]
+
+
 def eval_command(workspace: Path, server: ChatServer, run_id: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "cirrus.cli", "eval", "--model", "agent", "--base-url", server.base_url,
-            "--api-key-env", KEY_ENV, "--judge-model", "judge", "--fluency-model", "fluency", "--run-id", run_id,
-            "-w", str(workspace), "-q", *extra]
+    return [sys.executable, "-m", "cirrus.cli", *eval_args(workspace, server, run_id, *extra)]
 
 
 def child_env() -> dict[str, str]:
@@ -101,6 +109,15 @@ def run_eval(workspace: Path, server: ChatServer, run_id: str, *extra: str,
     # run from the workspace, so that no cirrus.toml of the current directory changes the roles
     return subprocess.run(eval_command(workspace, server, run_id, *extra), env=child_env(), capture_output=True,
                           text=True, timeout=timeout, cwd=workspace)
+
+
+def eval_here(workspace: Path, server: ChatServer, run_id: str, *extra: str) -> Ran:
+    """:func:`run_eval`'s command in this process, with the child's key
+    variable and working directory (the workspace) for the time it runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, KEY)
+        patch.chdir(workspace)
+        return cli_here(eval_args(workspace, server, run_id, *extra))
 
 
 def report(workspace: Path, run_id: str) -> Path:
@@ -140,10 +157,10 @@ def clean_run(tmp_path_factory) -> tuple[Path, int]:
     """An uninterrupted run of the same command, for the expected scores (own
     workspace, run id and cache), and how many agent calls it made.  The
     server's rule is deterministic, so one clean run serves every kill point
-    (the delay only paces the killed runs, below)."""
-    with ChatServer(rule=rule, delay=0.01) as server:
+    (a delay only paces the killed runs, below)."""
+    with ChatServer(rule=rule) as server:
         clean_ws = make_workspace(tmp_path_factory.mktemp("faults-clean") / "clean", N_TASKS)
-        clean = run_eval(clean_ws, server, "clean", *KILL_EXTRA)
+        clean = eval_here(clean_ws, server, "clean", *KILL_EXTRA)
         assert clean.returncode == 0, clean.stderr
         return clean_ws, agent_requests(server)
 
@@ -182,9 +199,10 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, kill_after, clean_run
         assert not (report(workspace, "r") / "summary.json").exists()
         killed_agent_calls = agent_requests(server)
 
-        # the same command again, to the end
+        # the same command again, to the end (not killed, so in this process and not paced)
+        server.delay = 0.0
         calls_before_resume = len(server.requests)
-        resumed = run_eval(workspace, server, "r", *extra)
+        resumed = eval_here(workspace, server, "r", *extra)
         assert resumed.returncode == 0, resumed.stderr
         resumed_agent_calls = agent_requests(server) - killed_agent_calls
         assert len(server.requests) > calls_before_resume > before

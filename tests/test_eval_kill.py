@@ -9,13 +9,18 @@ instants a poll cannot hit: the child runs the real CLI with ``os.replace``
 or ``os.write`` wrapped so that it SIGKILLs itself just before the n-th
 rename or write of a chosen file (or halfway through that write).  The
 agent is ``baseline:oracle``; the judge and fluency checker are LLM roles on
-tests/chat_server.py, answering by a fixed rule after a short delay, so a
-run takes a few seconds and its verdicts do not depend on timing.
+tests/chat_server.py, answering by a fixed rule, so the verdicts do not
+depend on timing.  Only the runs killed by time are paced (each answer after
+a short delay, so the run takes a second or two and the poll can land its
+kill mid-run); a kill by injection lands at its call whatever the pace, and
+a run nothing kills has no reason to wait.
 
-The ingests that are killed are real child processes; an ingest or eval that
-is not killed (the re-run after an ingest's kill, the evals of the re-ingest
-test) is the same command in this process (tests/_cli_here.py): no new
-interpreter, imports and model load for a run nothing interrupts."""
+The evals and ingests that are killed are real child processes; an eval or
+ingest that is not killed (the uninterrupted reference eval, the same command
+again after each kill, the evals of the re-ingest test) is the same command,
+with the same options, environment variable and working directory, in this
+process (tests/_cli_here.py): no new interpreter, imports and model load for
+a run nothing interrupts."""
 
 from __future__ import annotations
 
@@ -27,18 +32,21 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests._cli_here import cli_here
+from tests._cli_here import Ran, cli_here
 from tests._ingest_speed_subset import TINY, SampleSubset, sample_subset
 from tests.chat_server import ChatServer
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW, workspace_snapshot
 from tests.scripted_models import between
 
 KEY_ENV = "CIRRUS_KILL_TEST_KEY"
+KEY = "sk-kill-test-not-a-key"
 RUN = "r"
 LIMIT, RUNS = 12, 2
 PAIRS = LIMIT * RUNS
@@ -97,7 +105,7 @@ def _cli(*args: str, crash: dict[str, str] | None = None) -> list[str]:
 
 
 def _env(crash: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, KEY_ENV: "sk-kill-test-not-a-key", "PYTHONUNBUFFERED": "1", **(crash or {})}
+    return {**os.environ, KEY_ENV: KEY, "PYTHONUNBUFFERED": "1", **(crash or {})}
 
 
 def _crash(root: Path, op: str, name: str, at: int = 1, half: bool = False) -> dict[str, str]:
@@ -126,8 +134,22 @@ def _rule(body: dict) -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    with ChatServer(rule=_rule, delay=0.03) as chat:
+    # one server for the module: its address is in every run's options (and so in the run's fingerprint and
+    # the judges' cache keys), and a resumed run must be the same command as the one killed
+    with ChatServer(rule=_rule) as chat:
         yield chat
+
+
+PACE = 0.03  # seconds before each answer, while a run killed by time is running
+
+
+@contextmanager
+def _paced(server: ChatServer) -> Iterator[None]:
+    server.delay = PACE
+    try:
+        yield
+    finally:
+        server.delay = 0.0
 
 
 # -- ingest once; the uninterrupted eval -----------------------------------------------
@@ -156,10 +178,21 @@ def _eval_args(workspace: Path, server: ChatServer) -> list[str]:
             "--pass-k", "2", "--limit", str(LIMIT), "--concurrency", "2", "-w", str(workspace), "-q"]
 
 
-def _eval(workspace: Path, server: ChatServer, crash: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _eval(workspace: Path, server: ChatServer, crash: dict[str, str]) -> subprocess.CompletedProcess:
+    """The eval as a child process, SIGKILLed by ``crash``."""
     # run from the workspace: no cirrus.toml of the current directory applies
     return subprocess.run(_cli(*_eval_args(workspace, server), crash=crash), env=_env(crash), cwd=workspace,
                           capture_output=True, text=True, timeout=300)
+
+
+def _eval_here(workspace: Path, server: ChatServer) -> Ran:
+    """The same eval command, not killed, in this process: the child's
+    environment variable (the judges' key) and working directory (the
+    workspace) for the time it runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, KEY)
+        patch.chdir(workspace)
+        return cli_here(_eval_args(workspace, server))
 
 
 def _lines(path: Path) -> tuple[list[dict], int]:
@@ -199,7 +232,7 @@ def _outputs(workspace: Path) -> dict:
 @pytest.fixture(scope="module")
 def uninterrupted(ingested, server, tmp_path_factory) -> dict:
     workspace = _copy(ingested, tmp_path_factory.mktemp("clean"))
-    done = _eval(workspace, server)
+    done = _eval_here(workspace, server)
     assert done.returncode == 0, done.stderr
     outputs = _outputs(workspace)
     assert len(outputs["tasks"]) == PAIRS and outputs["summary"]["errors"] == 0
@@ -227,27 +260,28 @@ def test_eval_killed_after_n_attempts_resumes_to_the_uninterrupted_result(tmp_pa
                                                                            kill_after):
     workspace = _copy(ingested, tmp_path / "ws")
     attempts = workspace / "reports" / RUN / "attempts.jsonl"
-    process = subprocess.Popen(_cli(*_eval_args(workspace, server)), env=_env(), cwd=workspace,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     killed = False
-    try:
-        deadline = time.monotonic() + 120
-        while process.poll() is None and time.monotonic() < deadline:
-            if attempts.exists() and attempts.read_bytes().count(b"\n") >= kill_after:
-                process.send_signal(signal.SIGKILL)
-                killed = True
-                break
-            time.sleep(0.005)
-    finally:
-        if not killed and process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
+    with _paced(server):
+        process = subprocess.Popen(_cli(*_eval_args(workspace, server)), env=_env(), cwd=workspace,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while process.poll() is None and time.monotonic() < deadline:
+                if attempts.exists() and attempts.read_bytes().count(b"\n") >= kill_after:
+                    process.send_signal(signal.SIGKILL)
+                    killed = True
+                    break
+                time.sleep(0.005)
+        finally:
+            if not killed and process.poll() is None:
+                process.kill()
+            process.wait(timeout=30)
     assert killed and process.returncode == -signal.SIGKILL, f"not killed after {kill_after} attempts"
     at_kill, _ = _lines(attempts)
     assert kill_after <= len(at_kill) < PAIRS
     assert not (workspace / "reports" / RUN / "summary.json").exists()
 
-    resumed = _eval(workspace, server)
+    resumed = _eval_here(workspace, server)  # the same command again, not killed
     assert resumed.returncode == 0, resumed.stderr
     _check_resumed(workspace, uninterrupted)
     final, _ = _lines(attempts)
@@ -281,7 +315,7 @@ def test_eval_killed_at_a_write_resumes_to_the_uninterrupted_result(tmp_path, in
     if point == "transcript written, attempt line not":
         assert len(_lines(out / "transcripts.jsonl")[0]) == len(_lines(out / "attempts.jsonl")[0]) + 1
 
-    resumed = _eval(workspace, server)
+    resumed = _eval_here(workspace, server)  # the same command again, not killed
     assert resumed.returncode == 0, resumed.stderr
     _check_resumed(workspace, uninterrupted, torn_lines=1 if (half and name == "attempts.jsonl") else 0)
 
