@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -43,21 +44,32 @@ COLLECT_EVERY = 512  # committed attempts between two full collections
 _NEVER = 1 << 30  # a full-collection threshold no run reaches
 
 
+_lock = threading.Lock()
+_held = 0  # RunCollectors inside their block, in every thread of the process
+_saved: tuple[int, int, int] = (700, 10, 10)  # the thresholds to restore when the last one leaves
+_unfreeze = False  # whether the first one found nothing frozen (then the last one unfreezes)
+
+
 class RunCollector:
+    """Held while a run's attempts are in flight (or a whole command).  The
+    garbage collector is one per process: collectors nest and may be held by
+    several threads at once (two evaluations in one process), so the first
+    one in saves the settings and the last one out restores them."""
+
     def __init__(self, every: int = COLLECT_EVERY) -> None:
         self.every = max(1, every)
         self._since = 0
-        self._thresholds: tuple[int, int, int] | None = None
-        self._froze = False
 
     def __enter__(self) -> RunCollector:
-        self._thresholds = gc.get_threshold()
-        young, middle, _ = self._thresholds
-        # unfrozen on leaving only when nothing was frozen before: an outer
-        # collector's freeze, or an embedding application's, is left to its owner
-        self._froze = gc.get_freeze_count() == 0
-        gc.freeze()
-        gc.set_threshold(young, middle, _NEVER)
+        global _held, _saved, _unfreeze
+        with _lock:
+            if _held == 0:
+                _saved = gc.get_threshold()
+                # an embedding application's freeze is left to its owner
+                _unfreeze = gc.get_freeze_count() == 0
+                gc.set_threshold(_saved[0], _saved[1], _NEVER)
+            _held += 1
+            gc.freeze()  # what exists now, whatever an outer collector froze before
         return self
 
     def attempt_done(self) -> None:
@@ -69,10 +81,13 @@ class RunCollector:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        if self._thresholds is not None:
-            gc.set_threshold(*self._thresholds)
-        if self._froze:
-            gc.unfreeze()
+        global _held
+        with _lock:
+            _held -= 1
+            if _held == 0:
+                gc.set_threshold(*_saved)
+                if _unfreeze:
+                    gc.unfreeze()
 
 
 def held_for_the_command(command: _Command) -> _Command:
