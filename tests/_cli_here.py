@@ -8,7 +8,12 @@ exit code and output are checked as a child's would be."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -28,3 +33,27 @@ def cli_here(args: list[str]) -> Ran:
 
     result = CliRunner().invoke(app, args, catch_exceptions=False)
     return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def cli_from(args: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+             shown_as: Sequence[str] | None = None) -> subprocess.CompletedProcess:
+    """``cirrus *args`` in this process, from ``cwd`` and with ``env`` added
+    to the environment, returned as ``subprocess.run`` returns a child's
+    (``shown_as``: the argument list it records, the child's command line by
+    default ``args``).  An exception the command let out is appended to
+    stderr as a traceback, as a child would print it."""
+    from typer.testing import CliRunner
+
+    from cirrus.cli import app
+
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args), env=dict(env))
+    finally:
+        os.chdir(before)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(list(shown_as if shown_as is not None else args), result.exit_code,
+                                       result.stdout, stderr)

@@ -33,11 +33,11 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
 
+from tests._cli_here import cli_from
 from tests.chat_server import ChatServer, Reply
 from tests.scripted_models import agent_reply, judge_or_fluency, make_task, write_workspace
 
@@ -100,21 +100,8 @@ def run_here(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     cirrus.toml of the current directory applies), with :func:`env`'s key
     and width; its exit status and stdout and stderr apart, an exception the
     command let out appended to stderr as the traceback Python would print."""
-    from typer.testing import CliRunner
-
-    from cirrus.cli import app
-
     assert args[:3] == [sys.executable, "-m", "cirrus.cli"], args
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(app, args[3:], env={KEY_ENV: KEY, "COLUMNS": "250"})
-    finally:
-        os.chdir(before)
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(result.exception))
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
+    return cli_from(args[3:], cwd=cwd, env={KEY_ENV: KEY, "COLUMNS": "250"}, shown_as=args)
 
 
 def _interruptible() -> None:

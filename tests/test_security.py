@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from cirrus.cli import app
 from cirrus.replay import CassetteError, ToolReplayer
+from tests._cli_here import cli_from
 from tests.chat_server import ChatServer, Reply, tool_calls
 from tests.conftest import REPO, SAMPLE_KB, SAMPLE_RAW
 from tests.scripted_models import between
@@ -40,16 +41,7 @@ def _cli_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     :func:`_cli` runs them in a child process (for tests about what a command
     writes where, not about what a process prints: no ~1 s of imports first);
     an exception the command let out is appended to stderr as a traceback."""
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(app, list(args), env={KEY_ENV: KEY})
-    finally:
-        os.chdir(before)
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(result.exception))
-    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, stderr)
+    return cli_from(args, cwd=cwd, env={KEY_ENV: KEY})
 
 
 # -- the API key ---------------------------------------------------------------------------

@@ -12,17 +12,19 @@ from cirrus.llm.client.turns import Turns, attempt_turns, my_turn
 from cirrus.schema import Task
 
 
+async def answer(order: list[str], turns: Turns, name: str, ahead: int) -> None:
+    """An answer that waits for its turn, then notes its name."""
+    await turns.wait(ahead)
+    order.append(name)
+
+
 def test_answers_waiting_together_go_most_calls_ahead_first():
     order: list[str] = []
 
-    async def answer(turns: Turns, name: str, ahead: int) -> None:
-        await turns.wait(ahead)
-        order.append(name)
-
     async def main() -> None:
         turns = Turns()
-        await asyncio.gather(answer(turns, "short", 2), answer(turns, "long", 40), answer(turns, "middle", 9),
-                             answer(turns, "middle-later", 9))
+        await asyncio.gather(answer(order, turns, "short", 2), answer(order, turns, "long", 40), answer(order, turns, "middle", 9),
+                             answer(order, turns, "middle-later", 9))
         assert len(turns) == 0
 
     asyncio.run(main())
@@ -33,17 +35,13 @@ def test_one_turn_per_pass_lets_a_later_answer_with_more_ahead_go_first():
     order: list[str] = []
     arrived_at: list[int] = []
 
-    async def answer(turns: Turns, name: str, ahead: int) -> None:
-        await turns.wait(ahead)
-        order.append(name)
-
     async def main() -> None:
         turns = Turns()
-        early = [asyncio.create_task(answer(turns, f"early-{i}", 1)) for i in range(8)]
+        early = [asyncio.create_task(answer(order, turns, f"early-{i}", 1)) for i in range(8)]
         while not order:  # the first early answer has had its turn: the others still wait
             await asyncio.sleep(0)
         arrived_at.append(len(order))
-        late = asyncio.create_task(answer(turns, "late-long", 50))
+        late = asyncio.create_task(answer(order, turns, "late-long", 50))
         await asyncio.gather(*early, late)
 
     asyncio.run(main())
@@ -55,14 +53,10 @@ def test_one_turn_per_pass_lets_a_later_answer_with_more_ahead_go_first():
 def test_a_cancelled_wait_gives_its_turn_away():
     order: list[str] = []
 
-    async def answer(turns: Turns, name: str, ahead: int) -> None:
-        await turns.wait(ahead)
-        order.append(name)
-
     async def main() -> None:
         turns = Turns()
-        gone = asyncio.create_task(answer(turns, "gone", 99))
-        kept = asyncio.create_task(answer(turns, "kept", 1))
+        gone = asyncio.create_task(answer(order, turns, "gone", 99))
+        kept = asyncio.create_task(answer(order, turns, "kept", 1))
         await asyncio.sleep(0)
         gone.cancel()
         await kept
