@@ -107,14 +107,14 @@ def _structured_question(roles: list[str], clients: list[ChatClient]) -> tuple[d
     them, else the fluency checker's; nothing to ask otherwise."""
     from cirrus.judges import schemas
 
-    learners = [client for role, client in zip(roles, clients)
-                if role.split("[")[0] in ("judge", "fluency") and client.role.structured_output is None
-                and client.structured is None]
-    if not learners:
+    asking = [(role.split("[")[0], client) for role, client in zip(roles, clients)
+              if role.split("[")[0] in ("judge", "fluency") and client.role.structured_output is None
+              and client.structured is None]
+    if not asking:
         return {}, []
-    judged = any(role.split("[")[0] == "judge" for role, client in zip(roles, clients) if client in learners)
+    judged = any(kind == "judge" for kind, _ in asking)
     fmt = schemas.COVERAGE_RESPONSE_FORMAT if judged else schemas.FLUENCY_RESPONSE_FORMAT
-    return {"response_format": fmt}, learners
+    return {"response_format": fmt}, [client for _, client in asking]
 
 
 def _server_reason(exc: APIStatusError, redact: Callable[[str], str]) -> str:
@@ -164,7 +164,9 @@ async def _probe(roles: list[str], clients: list[ChatClient]) -> tuple[str, str]
                 cause = exc.__cause__
                 if isinstance(cause, APIStatusError):
                     reason = _server_reason(cause, probe._redact)
-                    if structured and structured_output_refused(cause, [*client.request_body([]), *limit]):
+                    # the request's other fields, as the client names them when it asks (chat.py)
+                    other = [name for name in client.request_body([]) if name not in ("model", "messages")]
+                    if structured and structured_output_refused(cause, [*other, *limit]):
                         what = _describe_error(cause, probe_role.timeout, probe._redact)
                         for learner in learners:
                             learner.refuses_structured(what)

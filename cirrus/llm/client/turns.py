@@ -34,7 +34,6 @@ class Turns:
     def __init__(self) -> None:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._releasing = False
 
     def __len__(self) -> int:
@@ -46,7 +45,7 @@ class Turns:
         turn: asyncio.Future[None] = loop.create_future()
         heapq.heappush(self._waiting, (-calls_ahead, next(self._order), turn))
         if not self._releasing:
-            self._releasing, self._loop = True, loop
+            self._releasing = True
             loop.call_soon(self._release)
         await turn
 
@@ -59,7 +58,7 @@ class Turns:
                 turn.set_result(None)
                 break
         if self._waiting:
-            self._loop.call_soon(self._release)  # type: ignore[union-attr]
+            asyncio.get_running_loop().call_soon(self._release)
         else:
             self._releasing = False
 
