@@ -183,3 +183,13 @@ def record(role: str, usage: Usage) -> None:
     ledger = _CURRENT.get()
     if ledger is not None:
         ledger.add(role, usage)
+
+
+def calls_sent(*roles: str) -> int | None:
+    """The calls the current ledger holds for these roles, sent to an
+    endpoint (answers from Cirrus's cache are not calls); ``None`` when no
+    ledger is open.  What the walk counts a checkpoint's judge calls with."""
+    ledger = _CURRENT.get()
+    if ledger is None:
+        return None
+    return sum(usage.calls for client, usage in ledger.clients.items() if role_of(client) in roles)

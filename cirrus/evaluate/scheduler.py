@@ -11,6 +11,10 @@ coroutine per attempt and get the same scheduling:
   the task's recorded log leads one to expect, and a task's attempts one after the
   other, so a provider's prompt cache can serve the later attempts the prefix
   the first one sent (issue 16);
+* the queue: once the first attempts have started, the run learns how long
+  walks really are (agent rounds per recorded tool call, how often a walk
+  goes on) and orders the attempts still waiting to pack them onto the slots
+  as they free up (:mod:`cirrus.evaluate.plan`);
 * turns: when many answers arrive at once, the event loop works first on the
   attempt with the most calls still ahead of it (:mod:`cirrus.llm.client.turns`);
 * garbage collection: the full one runs once per 512 committed attempts,
@@ -34,7 +38,7 @@ import asyncio
 import datetime as dt
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +46,11 @@ from typing import Any
 
 from cirrus.evaluate.collector import RunCollector
 from cirrus.evaluate.overhead import PREFLIGHT, overhead_records, run_recorded
+from cirrus.evaluate.plan import LengthModel, StartQueue, learning
 from cirrus.evaluate.runlock import RunLocked
 from cirrus.evaluate.store import RunStore
 from cirrus.evaluate.tasks import TaskIndex, TaskRef
-from cirrus.llm.client.turns import Turns, attempt_turns, start_turn
+from cirrus.llm.client.turns import Claim, Turns, attempt_turns, start_turn
 from cirrus.llm.providers import EndpointError
 from cirrus.pricing import Price, run_cost
 from cirrus.schema import Task
@@ -226,10 +231,14 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
 
         async def one(ref: TaskRef, attempt: int) -> None:
             ledger = UsageLedger()
-            with recording(ledger), attempt_turns(turns, ref.expected_calls):
-                await start_turn()
-                task = index.load_task(ref)
-                row, transcript = await run_attempt(task, attempt)
+            with recording(ledger), attempt_turns(turns, ref.expected_calls) as claim:
+                in_flight[ref, attempt] = claim
+                try:
+                    await start_turn()
+                    task = index.load_task(ref)
+                    row, transcript = await run_attempt(task, attempt)
+                finally:
+                    del in_flight[ref, attempt]
             row["usage"] = ledger.to_dict()
             await asyncio.get_running_loop().run_in_executor(writer, append, row, transcript)
             collector.attempt_done()
@@ -241,23 +250,36 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             bar.set_postfix(**(on_commit(row) if on_commit else {}), **endpoint_load(), refresh=False)
 
         turns = Turns()  # answers that arrive together: the attempt with the most calls ahead goes first
-        queue: Iterator[tuple[TaskRef, int]] = iter(todo)
+        lengths = LengthModel()  # taught by the walks' checkpoints as they finish
+        in_flight: dict[tuple[TaskRef, int], Claim] = {}
+
+        def expected(pair: tuple[TaskRef, int]) -> float:
+            ref = pair[0]
+            return lengths.calls(ref.shape) if ref.shape else float(ref.expected_calls)
+
+        def ahead() -> list[float]:  # each attempt in flight: its call in flight is half done, on average
+            return [expected(pair) - claim.calls_made - 0.5 for pair, claim in in_flight.items()]
+
+        queue = StartQueue(todo, schedule.concurrency, lengths, expected, ahead)
         # once every attempt has started and at most `tail` are left, the end of the run is near
         tail = max(1, schedule.concurrency // 8)
         started_attempts = 0
 
         async def worker() -> None:
             nonlocal started_attempts
-            for ref, attempt in queue:
+            while queue:
                 if budget is not None and budget.spent(spending) >= budget.max_cost:
                     return  # the budget is spent: start nothing more (the others finish what they hold)
+                pair = queue.take()
+                if pair is None:
+                    return
                 started_attempts += 1
-                await one(ref, attempt)
+                await one(*pair)
 
         started = time.perf_counter()
         collector = RunCollector()  # full collections once per 512 attempts, not every second or two
         try:
-            with collector:
+            with collector, learning(lengths):
                 async with asyncio.TaskGroup() as group:  # the first EndpointError cancels the rest
                     for _ in range(min(max(1, schedule.concurrency), len(todo))):
                         group.create_task(worker())

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from cirrus.evaluate.plan import CheckpointShape, logged_calls, shapes
 from cirrus.schema import Task
 from cirrus.workspace import IN_PROGRESS_FILE, TASKS_FILE
 
@@ -42,18 +43,20 @@ class TaskRef:
     checkpoints: int
     input_tokens: int
     expected_calls: int = 0  # model calls of a walk that follows the recorded log (:func:`expected_calls`)
+    # each checkpoint's shape, in order: what the run's length model reads (cirrus.evaluate.plan)
+    shape: tuple[CheckpointShape, ...] = ()
 
 
 def expected_calls(task: Task) -> int:
     """The model calls, one after the other, of a walk that follows the
     task's recorded log: at each checkpoint the agent's reply and one call per
-    recorded tool call, the coverage judge on it and on the next checkpoint
-    (all but the last), and the fluency check before every checkpoint but the
-    first.  The scheduler's estimate of an attempt's length: longest first,
-    and the event loop's turns (:mod:`cirrus.llm.client.turns`)."""
-    count = len(task.checkpoints)
-    agent = sum(1 + len(checkpoint.tool_calls) for checkpoint in task.checkpoints)
-    return agent + max(0, 2 * count - 1) + max(0, count - 1)
+    recorded tool call, the coverage judge on each reference that has text
+    (on it and, before the next checkpoint, on the next), and the fluency
+    check before every checkpoint but the first
+    (:func:`cirrus.evaluate.plan.logged_calls`).  The scheduler's first
+    estimate of an attempt's length: longest first, and the event loop's
+    turns (:mod:`cirrus.llm.client.turns`)."""
+    return logged_calls(shapes(task.checkpoints))
 
 
 class _DatasetHasher:
@@ -144,7 +147,7 @@ class TaskIndex:
                 seen[task.task_id] = number
                 hasher.add(raw)  # the line as read: the hash of a run's tasks does not depend on the model
                 refs.append(TaskRef(task.task_id, number, start, len(line), len(task.checkpoints),
-                                    task.stats.input_tokens, expected_calls(task)))
+                                    task.stats.input_tokens, expected_calls(task), shapes(task.checkpoints)))
         return cls(path, refs, hasher.hexdigest())
 
     def __len__(self) -> int:

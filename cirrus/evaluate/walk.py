@@ -20,11 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cirrus.evaluate.plan import CheckpointShape, checkpoint_done, shapes
 from cirrus.evaluate.types import AgentTurn, Agent, CoverageJudge, FluencyChecker, TurnRequest, Verdict
 from cirrus.metrics import CheckpointDecision, WalkOutcome, accepts
 from cirrus.replay import ToolReplayer
 from cirrus.schema import Checkpoint, Task, as_task, task_dict
 from cirrus.tool_matching import ToolMatching, match_key
+from cirrus.usage import calls_sent
 
 
 @dataclass(slots=True)
@@ -116,6 +118,20 @@ def _verdict_record(kind: str, checkpoint: int, verdict: Verdict | None, ok: boo
     return record
 
 
+def _learn(shape: tuple[CheckpointShape, ...], k: int, turn: AgentTurn, counted: int | None, *,
+           covered_later: int = 0, outcome: str) -> None:
+    """What checkpoint ``k`` (1-based) teaches the run's estimate of walk
+    lengths (:func:`cirrus.evaluate.plan.checkpoint_done`); ``counted``: the
+    judge's and the fluency checker's calls of the attempt before it."""
+    now = _judging_sent()
+    judging = None if counted is None or now is None else now - counted
+    checkpoint_done(shape, k - 1, turn.model_calls, judging, covered_later=covered_later, outcome=outcome)
+
+
+def _judging_sent() -> int | None:
+    return calls_sent("judge", "fluency")
+
+
 async def walk(
     task: Task | Mapping[str, Any],
     agent: Agent,
@@ -132,6 +148,7 @@ async def walk(
     seen_by_agent = task_dict(task)  # TurnRequest.task: the task's line, as agents read it
     checkpoints = task.checkpoints
     total = len(checkpoints)
+    shape = shapes(checkpoints)  # what the run learns walk lengths by (cirrus.evaluate.plan)
     matching = getattr(replayer, "matching", None)  # the rules the replay answers with
     history: list[dict[str, Any]] = list(task.history)
     k, covered, accepted_turns = 1, 0, 0
@@ -143,6 +160,7 @@ async def walk(
         # the real turns between the previous checkpoint and this query (select-mode
         # tasks, docs/checkpoints.md); a jump skips the contexts of the checkpoints it covered
         history = history + list(current.context or [])
+        counted = _judging_sent()  # the judge's and fluency checker's calls so far: this checkpoint's from here
         turn = await agent.respond(TurnRequest(seen_by_agent, history, current.query, attempt), replayer)
         seen = history + [{"role": "user", "content": current.query}]
         decision, verdict = await judge_checkpoint(judge, seen, current, turn, matching=matching)
@@ -151,6 +169,7 @@ async def walk(
         judged.append(record)
         if not decision.accepted:
             stl_rejected = turn.output_tokens
+            _learn(shape, record.checkpoint, turn, counted, outcome="stopped")
             break
         j = k
         while j < total:
@@ -165,12 +184,14 @@ async def walk(
         record.covered_through = j
         history = seen + turn.messages
         if j == total:
+            _learn(shape, record.checkpoint, turn, counted, covered_later=j - k, outcome="ended")
             break
         k = j + 1
         follows = await fluency.follows(history + list(checkpoints[k - 1].context or []),
                                         checkpoints[k - 1].query)
         record.fluent = follows.ok
         record.verdicts.append(_verdict_record("fluency", k, follows, follows.ok))
+        _learn(shape, record.checkpoint, turn, counted, covered_later=j - k, outcome="went on" if follows.ok else "stopped")
         if not follows.ok:
             break
     outcome = WalkOutcome(checkpoints=total, covered=covered, accepted_turns=accepted_turns,

@@ -64,22 +64,27 @@ class Turns:
 
 
 @dataclass
-class _Claim:
+class Claim:
+    """One attempt's place in :class:`Turns`: its calls still expected, and
+    the calls it has made (answers received)."""
+
     turns: Turns
     calls_ahead: int
+    calls_made: int = 0
 
 
-_CLAIM: ContextVar[_Claim | None] = ContextVar("cirrus_turn_claim", default=None)
+_CLAIM: ContextVar[Claim | None] = ContextVar("cirrus_turn_claim", default=None)
 
 
 @contextmanager
-def attempt_turns(turns: Turns, calls_expected: int) -> Iterator[None]:
+def attempt_turns(turns: Turns, calls_expected: int) -> Iterator[Claim]:
     """The model calls made inside the block (tasks started from it included)
     wait for their turn in ``turns``, as one attempt expected to make
-    ``calls_expected`` calls."""
-    token = _CLAIM.set(_Claim(turns, calls_expected))
+    ``calls_expected`` calls; the block gets the attempt's :class:`Claim`."""
+    claim = Claim(turns, calls_expected)
+    token = _CLAIM.set(claim)
     try:
-        yield
+        yield claim
     finally:
         _CLAIM.reset(token)
 
@@ -102,5 +107,6 @@ async def my_turn() -> None:
     if claim is None:
         return
     claim.calls_ahead -= 1
+    claim.calls_made += 1
     await claim.turns.wait(claim.calls_ahead)
 
