@@ -298,6 +298,9 @@ def test_the_view_reads_each_disguise_back_to_the_value(value, name, rnd):
     ("a=1&amp;b=Jane+Roe and 1+1", "a=1&b=Jane Roe and 1+1"),  # a form body; + outside it stays
     ("j\u2063ane\u202e@x.org", "jane@x.org"),  # format characters by category
     ("%e4%b8%ad%C3(", "中%C3("),  # an escape that is no character stays
+    # a reference whose ";" alone was percent-encoded (found by the property test above)
+    ("?q=%26%23%58%36%39%3B&#X74%3B%68e", "?q=ithe"),
+    ("a &#116%3bb", "a tb"),
 ])
 def test_more_disguises_are_read(text, plain):
     view = normalised_view(text)

@@ -9,7 +9,8 @@ form is what gets replaced:
 
 * HTML character references, named, decimal or hexadecimal in any letter case
   (``&commat;``, ``&#64;``, ``&#X40;``, ``&amp;``; a numeric one without its
-  ``;`` too) become their characters;
+  ``;`` too, or with its ``;`` percent-encoded, ``&#X74%3B``) become their
+  characters;
 * ``%XX`` escapes (either case of hex digit, one character or all of a value)
   become their characters, a run of them that spells UTF-8 its character
   (``%EF%BC%A0`` is ``＠``, then ``@``);
@@ -204,11 +205,14 @@ def _one_round(text: str, space: Callable[[int], bool]) -> NormalisedView | None
         if char == "&":
             match = _ENTITY.match(text, index)
             if match:
-                plain = html.unescape(match.group())
-                if plain and plain != match.group() and not any(unicodedata.category(c) == "Cc" and c not in "\t\n\r"
-                                                      for c in plain):
-                    emit(plain, index, match.end())
-                    index, changed = match.end(), True
+                reference, stop = match.group(), match.end()
+                if reference[1] == "#" and not reference.endswith(";") and text[stop:stop + 3] in ("%3B", "%3b"):
+                    reference, stop = reference + ";", stop + 3  # its ";" percent-encoded: "&#X74%3B"
+                plain = html.unescape(reference)
+                if plain and plain != reference and not any(unicodedata.category(c) == "Cc" and c not in "\t\n\r"
+                                                            for c in plain):
+                    emit(plain, index, stop)
+                    index, changed = stop, True
                     continue
         elif char == "%":
             match = _PERCENT_RUN.match(text, index)
