@@ -244,6 +244,38 @@ def test_a_walk_teaches_the_run_its_real_length():
     assert logged_calls(shape) == 4 + 2 + 3 + 3 + 2
 
 
+class _JumpingAgent:
+    """Answers each checkpoint it is asked with its reference and the next
+    one's: every reply covers the next checkpoint too."""
+
+    name = "jumping"
+
+    def __init__(self, task: dict) -> None:
+        replies = [c["reply"] for c in task["checkpoints"]]
+        self.replies = {c["query"]: " ".join(replies[i:i + 2]) for i, c in enumerate(task["checkpoints"])}
+
+    async def respond(self, request, replayer):
+        reply = self.replies[request.query]
+        return AgentTurn(text=reply, messages=[{"role": "assistant", "content": reply}], model_calls=1)
+
+
+def test_a_walk_whose_replies_cover_the_next_checkpoint_teaches_shorter_walks():
+    line = _task_line("t", [(0, f"answer {i}") for i in range(6)])
+    shape = ((0, True),) * 6
+    model = LengthModel()
+
+    async def main() -> None:
+        with learning(model), recording(UsageLedger()):
+            for _ in range(20):
+                result = await walk(line, _JumpingAgent(line), _CountedJudge(), _CountedFluency(), ToolReplayer(None))
+                assert [turn.covered_through for turn in result.turns] == [2, 4, 6]
+
+    asyncio.run(main())
+    # per walk: 3 agent calls, the judge 3 + 3 + 2 (each reply on its own reference, the covered one, and the one
+    # after) and the fluency checker 2: 13, where the log expects 22
+    assert model.calls(shape) == pytest.approx(13, abs=1.5)
+
+
 def test_the_scheduler_starts_the_waiting_attempts_by_what_the_run_learned(tmp_path: Path):
     tasks = [_task_line("first", [(0, f"reply {i}") for i in range(6)]),  # 22 calls by the log: started first
              _task_line("tools", [(10, "done")]),  # 12 by the log, 3 or so once tool calls come in one round

@@ -163,7 +163,11 @@ class LengthModel:
     def calls(self, shape: Sequence[CheckpointShape]) -> float:
         """The expected model calls of a walk over checkpoints of this shape."""
         going_on = self._went_on.value
-        asked = 1.0 / (1.0 + self._covered_later.value)  # a later checkpoint is asked unless a reply covered it
+        # a reply covers this many later checkpoints on average, so a walk asks about n / (1 + covered) of
+        # its n checkpoints: the first, and that share of the others
+        count = len(shape)
+        asked = 1.0 if count <= 1 else min(1.0, max(0.0, (count / (1.0 + self._covered_later.value) - 1.0)
+                                                      / (count - 1)))
         on, ended, stopped = (self._judging[o].value for o in ("went on", "ended", "stopped"))
         alive, total = 1.0, 0.0
         last = len(shape) - 1

@@ -184,14 +184,15 @@ async def walk(
         record.covered_through = j
         history = seen + turn.messages
         if j == total:
-            _learn(shape, record.checkpoint, turn, counted, covered_later=j - k, outcome="ended")
+            _learn(shape, record.checkpoint, turn, counted, covered_later=j - record.checkpoint, outcome="ended")
             break
         k = j + 1
         follows = await fluency.follows(history + list(checkpoints[k - 1].context or []),
                                         checkpoints[k - 1].query)
         record.fluent = follows.ok
         record.verdicts.append(_verdict_record("fluency", k, follows, follows.ok))
-        _learn(shape, record.checkpoint, turn, counted, covered_later=j - k, outcome="went on" if follows.ok else "stopped")
+        _learn(shape, record.checkpoint, turn, counted, covered_later=j - record.checkpoint,
+               outcome="went on" if follows.ok else "stopped")
         if not follows.ok:
             break
     outcome = WalkOutcome(checkpoints=total, covered=covered, accepted_turns=accepted_turns,
