@@ -74,9 +74,15 @@ class _Mean:
 CheckpointShape = tuple[int, bool]
 
 
+# one object per distinct shape: a run over 100,000 tasks keeps every task's
+# shapes (TaskRef.shape), mostly the same few
+_SHAPES: dict[CheckpointShape, CheckpointShape] = {}
+
+
 def shapes(checkpoints: Sequence[Checkpoint]) -> tuple[CheckpointShape, ...]:
     """The :data:`CheckpointShape` of each of a task's checkpoints, in order."""
-    return tuple((len(checkpoint.tool_calls), bool(checkpoint.reply.strip())) for checkpoint in checkpoints)
+    return tuple(_SHAPES.setdefault(shape, shape) for shape in
+                 ((len(checkpoint.tool_calls), bool(checkpoint.reply.strip())) for checkpoint in checkpoints))
 
 
 def judging_calls(shape: Sequence[CheckpointShape], k: int) -> int:
