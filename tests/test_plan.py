@@ -329,3 +329,53 @@ def test_the_walk_counts_the_judges_calls_sent_not_its_cache_hits():
         record("agent", Usage(calls=4))
         assert calls_sent("judge", "fluency") == 4
         assert calls_sent("agent") == 4
+
+
+# --------------------------------------------------------------------------
+# subtask mode: each checkpoint asked alone
+# --------------------------------------------------------------------------
+
+
+def test_a_subtask_attempt_is_expected_to_cost_the_agent_and_the_judge_per_checkpoint():
+    model = LengthModel()
+    shape = ((0, True), (2, True), (1, False))
+    assert model.subtask_calls(shape) == (1 + 1) + (3 + 1) + (2 + 0)
+    for _ in range(100):
+        model.observe_agent(2, 2)  # two recorded calls made in one round
+    assert model.subtask_calls(shape) == pytest.approx((1 + 1) + (2 + 1) + (2 + 0), abs=0.1)
+
+
+def test_subtasks_teach_the_run_the_agents_rounds(tmp_path: Path):
+    from cirrus.evaluate.subtask import run_subtasks
+
+    line = _task_line("t", [(3, "first answer"), (0, "second answer")])
+    model = LengthModel()
+
+    async def main() -> None:
+        with learning(model):
+            for _ in range(30):
+                attempt = await run_subtasks(line, _BatchingAgent(line), _CountedJudge(), tmp_path)
+                assert attempt.error is None and len(attempt.subtasks) == 2
+
+    asyncio.run(main())
+    assert model.observations == 60
+    assert model.agent_calls(3) == pytest.approx(2.0, abs=0.2)  # the batching agent: one round for three calls
+
+
+@pytest.mark.parametrize("subtasks, expected", [(False, ["talk", "tools"]), (True, ["tools", "talk"])])
+def test_subtask_mode_starts_the_longest_subtask_attempts_first(tmp_path: Path, subtasks, expected):
+    tasks = [_task_line("talk", [(0, "a"), (0, "b"), (0, "c"), (0, "d")]),  # a walk of 14 calls, subtasks 8
+             _task_line("tools", [(9, "done")])]  # 11 either way
+    (tmp_path / "tickets").mkdir()
+    (tmp_path / "tickets" / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    index = TaskIndex.scan(tmp_path)
+    started: list[str] = []
+
+    async def run_attempt(task, attempt):
+        started.append(task.task_id)
+        return {"task_id": task.task_id, "attempt": attempt, "status": "ok"}, {"task_id": task.task_id,
+                                                                              "attempt": attempt}
+
+    schedule = Schedule(tmp_path / "reports" / "r", {"x": 1}, {}, 1, 1, "test", progress=False, subtasks=subtasks)
+    asyncio.run(run_attempts(schedule, index, run_attempt))
+    assert started == expected

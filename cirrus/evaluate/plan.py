@@ -9,9 +9,10 @@ its knowledge first, or fail a checkpoint and end its walk there.
 So the run learns as it goes (:class:`LengthModel`): each checkpoint a walk
 reaches says how many agent rounds a checkpoint with that many recorded tool
 calls took, how many judge and fluency calls followed, and whether the walk
-went on.  The attempts not yet started are then ordered to pack onto the
-slots as they free up (:func:`start_order`, with each task's expected
-length re-estimated and each attempt in flight's calls still ahead).
+went on; in subtask mode, each subtask says the agent's rounds.  The
+attempts not yet started are then ordered to pack onto the slots as they
+free up (:func:`start_order`, with each task's expected length re-estimated
+and each attempt in flight's calls still ahead).
 
 The queue is planned when the first slot frees up, then each time the run
 has learned twice as much; not more often (planned again every few starts,
@@ -145,12 +146,7 @@ class LengthModel:
         checker's (``None``: not counted), the later checkpoints its reply
         covered, and what the walk did next (``outcome``: "went on", "ended"
         after the last checkpoint, or "stopped")."""
-        tool_calls = shape[k][0]
-        extra = max(0, agent_calls - 1)
-        if tool_calls <= 0:
-            self._extra_rounds.add(extra)
-        else:
-            self._rounds_per_call[min(tool_calls, _BUCKETS) - 1].add(extra, tool_calls)
+        self.observe_agent(shape[k][0], agent_calls)
         expected = int(shape[k][1]) if outcome == "stopped" else judging_calls(shape, k)
         if judging is not None and expected:
             self._judging[outcome].add(max(0, judging), expected)
@@ -158,6 +154,15 @@ class LengthModel:
             self._went_on.add(1.0 if outcome == "went on" else 0.0)
         if outcome == "went on":
             self._covered_later.add(max(0, covered_later))
+
+    def observe_agent(self, tool_calls: int, agent_calls: int) -> None:
+        """The agent's model calls at a checkpoint with ``tool_calls``
+        recorded tool calls (all a subtask, asked alone, teaches)."""
+        extra = max(0, agent_calls - 1)
+        if tool_calls <= 0:
+            self._extra_rounds.add(extra)
+        else:
+            self._rounds_per_call[min(tool_calls, _BUCKETS) - 1].add(extra, tool_calls)
         self.observations += 1
 
     def agent_calls(self, tool_calls: int) -> float:
@@ -165,6 +170,12 @@ class LengthModel:
         if tool_calls <= 0:
             return 1.0 + self._extra_rounds.value
         return 1.0 + self._rounds_per_call[min(tool_calls, _BUCKETS) - 1].value * tool_calls
+
+    def subtask_calls(self, shape: Sequence[CheckpointShape]) -> float:
+        """The expected model calls of a subtask attempt over checkpoints of
+        this shape: each checkpoint asked alone, the agent's reply and the
+        judge on each reference that has text."""
+        return sum(self.agent_calls(tool_calls) + judged for tool_calls, judged in shape)
 
     def calls(self, shape: Sequence[CheckpointShape]) -> float:
         """The expected model calls of a walk over checkpoints of this shape."""
@@ -208,6 +219,14 @@ def checkpoint_done(shape: Sequence[CheckpointShape], k: int, agent_calls: int, 
     model = _MODEL.get()
     if model is not None:
         model.observe(shape, k, agent_calls, judging, covered_later=covered_later, outcome=outcome)
+
+
+def subtask_done(recorded_tool_calls: int, agent_calls: int) -> None:
+    """Called after each subtask the agent answered (nothing happens outside
+    :func:`learning`): :meth:`LengthModel.observe_agent`."""
+    model = _MODEL.get()
+    if model is not None:
+        model.observe_agent(recorded_tool_calls, agent_calls)
 
 
 def list_finish(busy: Sequence[float], lengths: Sequence[float]) -> float:

@@ -110,7 +110,9 @@ class Outcome:
 class Schedule:
     """What the attempts of one run are: the run's folder, what a resume must
     match (``fingerprint``) and what is only recorded (``details``), how many
-    attempts each task gets, and the progress bar's label."""
+    attempts each task gets, and the progress bar's label; ``subtasks``: each
+    attempt asks a task's checkpoints alone (subtask mode), so its length is
+    estimated as such (:meth:`~cirrus.evaluate.plan.LengthModel.subtask_calls`)."""
 
     directory: Path
     fingerprint: dict[str, Any]
@@ -120,16 +122,20 @@ class Schedule:
     desc: str
     progress: bool = True
     budget: Budget | None = None
+    subtasks: bool = False
 
 
-def attempt_order(refs: list[TaskRef], attempts: int, done: set[tuple[str, int]]) -> list[tuple[TaskRef, int]]:
+def attempt_order(refs: list[TaskRef], attempts: int, done: set[tuple[str, int]],
+                  length: Callable[[TaskRef], float] | None = None) -> list[tuple[TaskRef, int]]:
     """The (task, attempt) pairs still to run: longest tasks first (most
-    expected model calls, then most checkpoints, then most input tokens),
+    expected model calls, ``length(ref)``, by default the walk's
+    ``ref.expected_calls``; then most checkpoints, then most input tokens),
     ties in file order, and a task's attempts next to each other in attempt
     order."""
     position = {ref.task_id: number for number, ref in enumerate(refs)}
+    calls = {ref.task_id: length(ref) if length else ref.expected_calls for ref in refs}
     todo = [(ref, a) for ref in refs for a in range(attempts) if (ref.task_id, a) not in done]
-    todo.sort(key=lambda pair: (-pair[0].expected_calls, -pair[0].checkpoints, -pair[0].input_tokens,
+    todo.sort(key=lambda pair: (-calls[pair[0].task_id], -pair[0].checkpoints, -pair[0].input_tokens,
                                 position[pair[0].task_id], pair[1]))
     return todo
 
@@ -210,7 +216,15 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             spending.merge(UsageLedger.from_dict(row.get("usage")))
             if row["status"] == "ok":
                 done.add((row["task_id"], row["attempt"]))
-        todo = attempt_order(index.refs, schedule.attempts, done)
+        lengths = LengthModel()  # taught by the walks' checkpoints (or the subtasks) as they finish
+
+        def estimate(ref: TaskRef) -> float:  # the expected calls of one attempt at ref's task
+            if not ref.shape:
+                return float(ref.expected_calls)
+            return lengths.subtask_calls(ref.shape) if schedule.subtasks else lengths.calls(ref.shape)
+
+        # before anything is learned a walk's estimate is its task's expected_calls: no need to compute it
+        todo = attempt_order(index.refs, schedule.attempts, done, estimate if schedule.subtasks else None)
         budget = schedule.budget
         left = {"attempts": len(todo)}
         total = len(index.refs) * schedule.attempts
@@ -231,7 +245,7 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
 
         async def one(ref: TaskRef, attempt: int) -> None:
             ledger = UsageLedger()
-            with recording(ledger), attempt_turns(turns, ref.expected_calls) as claim:
+            with recording(ledger), attempt_turns(turns, round(estimate(ref))) as claim:
                 in_flight[ref, attempt] = claim
                 try:
                     await start_turn()
@@ -250,17 +264,12 @@ async def _run_locked(schedule: Schedule, index: TaskIndex, run_attempt: Attempt
             bar.set_postfix(**(on_commit(row) if on_commit else {}), **endpoint_load(), refresh=False)
 
         turns = Turns()  # answers that arrive together: the attempt with the most calls ahead goes first
-        lengths = LengthModel()  # taught by the walks' checkpoints as they finish
         in_flight: dict[tuple[TaskRef, int], Claim] = {}
 
-        def expected(pair: tuple[TaskRef, int]) -> float:
-            ref = pair[0]
-            return lengths.calls(ref.shape) if ref.shape else float(ref.expected_calls)
-
         def ahead() -> list[float]:  # each attempt in flight: its call in flight is half done, on average
-            return [expected(pair) - claim.calls_made - 0.5 for pair, claim in in_flight.items()]
+            return [estimate(pair[0]) - claim.calls_made - 0.5 for pair, claim in in_flight.items()]
 
-        queue = StartQueue(todo, schedule.concurrency, lengths, expected, ahead)
+        queue = StartQueue(todo, schedule.concurrency, lengths, lambda pair: estimate(pair[0]), ahead)
         # once every attempt has started and at most `tail` are left, the end of the run is near
         tail = max(1, schedule.concurrency // 8)
         started_attempts = 0

@@ -289,6 +289,7 @@ async def _run_subtask(seen_by_agent: dict[str, Any], number: int, checkpoint: C
                        judge: CoverageJudge, attempt: int, system_prompt: str | None) -> SubtaskResult:
     """Subtask ``number`` (``checkpoint``) asked after the real ``history``;
     ``seen_by_agent``: the task as the agent is given it."""
+    from cirrus.evaluate.plan import subtask_done
     from cirrus.evaluate.types import TurnRequest
     from cirrus.evaluate.walk import _verdict_record, judge_checkpoint
     from cirrus.llm.providers import EndpointError
@@ -301,6 +302,7 @@ async def _run_subtask(seen_by_agent: dict[str, Any], number: int, checkpoint: C
     try:
         replayer.seek(position)
         result.turn = await agent.respond(TurnRequest(seen_by_agent, history, checkpoint.query, attempt), replayer)
+        subtask_done(len(checkpoint.tool_calls), result.turn.model_calls)  # the run's length model (plan.py)
         result.decision, verdict = await judge_checkpoint(judge, seen, checkpoint, result.turn,
                                                           matching=getattr(replayer, "matching", None))
         result.verdicts.append(_verdict_record("coverage", number, verdict, result.decision.accepted))
@@ -539,7 +541,7 @@ async def run_subtask_eval(settings: EvalSettings, agent: Agent, judge: Coverage
         {"agent": agent.name, "judge": judge.name, "mode": MODE_SUBTASK, "attempts": attempts,
          "dataset": index.dataset_hash, "cirrus": __version__, **settings.fingerprint_extra},
         {"mode": MODE_SUBTASK, "tasks": len(index), **settings.details_extra}, attempts, settings.concurrency,
-        f"subtasks {settings.run_id}", settings.progress, budget(settings))
+        f"subtasks {settings.run_id}", settings.progress, budget(settings), subtasks=True)
     tally = {"errors": 0, "accepted": 0, "asked": 0}
 
     async def subtask_attempt(task: Task, attempt: int) -> tuple[dict[str, Any], dict[str, Any]]:
