@@ -379,3 +379,13 @@ def test_subtask_mode_starts_the_longest_subtask_attempts_first(tmp_path: Path, 
     schedule = Schedule(tmp_path / "reports" / "r", {"x": 1}, {}, 1, 1, "test", progress=False, subtasks=subtasks)
     asyncio.run(run_attempts(schedule, index, run_attempt))
     assert started == expected
+
+
+def test_a_plan_that_ends_on_its_horizon_is_kept_when_it_beats_longest_first():
+    """The plan is weighed against longest first, not against the horizon it was packed into: here it ends
+    exactly on that horizon (15), and longest first at 16."""
+    jobs = [("a", 5.0), ("b", 5.0), ("c", 7.0), ("d", 6.0)]
+    busy = [5.0, 0.0]
+    length = dict(jobs)
+    assert list_finish(busy, [7.0, 6.0, 5.0, 5.0]) == 16.0
+    assert list_finish(busy, [length[key] for key in start_order(busy, jobs)]) == 15.0

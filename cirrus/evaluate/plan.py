@@ -276,7 +276,7 @@ def start_order(busy: Sequence[float], jobs: Sequence[tuple[Key, float]], *, tol
     ordered = sorted(range(len(jobs)), key=lambda i: -jobs[i][1])  # stable: ties in order of preference
     longest_first = [jobs[i][0] for i in ordered]
     by_length = [(i, jobs[i][1]) for i in ordered]
-    high = list_finish(busy, [length for _, length in by_length])
+    longest_finish = high = list_finish(busy, [length for _, length in by_length])
     low = max(max(busy), min(busy) + by_length[0][1], (sum(busy) + sum(length for _, length in by_length)) / len(busy))
     best = None
     while high - low > tolerance:
@@ -296,7 +296,7 @@ def start_order(busy: Sequence[float], jobs: Sequence[tuple[Key, float]], *, tol
             start += jobs[job][1]
     starts.sort()
     planned = [job for _, job in starts]
-    if list_finish(busy, [jobs[job][1] for job in planned]) >= high:
+    if list_finish(busy, [jobs[job][1] for job in planned]) >= longest_finish:
         return longest_first
     return [jobs[job][0] for job in planned]
 

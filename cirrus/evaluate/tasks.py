@@ -146,8 +146,9 @@ class TaskIndex:
                     raise TaskFileError(f"{path}:{number}: task_id {task.task_id!r} repeats line {seen[task.task_id]}")
                 seen[task.task_id] = number
                 hasher.add(raw)  # the line as read: the hash of a run's tasks does not depend on the model
+                shape = shapes(task.checkpoints)
                 refs.append(TaskRef(task.task_id, number, start, len(line), len(task.checkpoints),
-                                    task.stats.input_tokens, expected_calls(task), shapes(task.checkpoints)))
+                                    task.stats.input_tokens, logged_calls(shape), shape))
         return cls(path, refs, hasher.hexdigest())
 
     def __len__(self) -> int:
